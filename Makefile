@@ -1,0 +1,117 @@
+# pepsi — build, test, run, bench, install.
+#
+#   make            build build/pepsi-runner and its pepsi-stage-* links
+#   make test       fast C unit tests, no database
+#   make check      everything CI runs: unit tests, the migration chain and
+#                   pgTAP, end-to-end tests against a real PostgreSQL
+#   make run        a local cluster in .pepsi/, schema deployed, the runner
+#                   driving the example pipeline (conf/example.conf)
+#   make bench      benchmarks, one JSON object per line
+#   make deploy / revert   sqitch against the local cluster of `make run`
+#   make lint       cppcheck, shell syntax, generated files up to date
+#   make install    PREFIX=/usr/local, DESTDIR honoured
+#   make SANITIZE=1 ...    the same with ASan and UBSan (in build-asan/)
+
+PREFIX   ?= /usr/local
+BINDIR   ?= $(PREFIX)/bin
+SHAREDIR ?= $(PREFIX)/share/pepsi
+SYSCONFDIR ?= /etc
+UNITDIR  ?= /lib/systemd/system
+
+CC       ?= cc
+PKGS     := libpq libuv jansson inih libsystemd libcurl openssl
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+
+WARN     := -Wall -Wextra -Wformat=2 -Wshadow -Werror
+CFLAGS   ?= -O2 -g
+ifeq ($(SANITIZE),1)
+BUILD    ?= build-asan
+CFLAGS   += -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all
+LDFLAGS  += -fsanitize=address,undefined
+else
+BUILD    ?= build
+endif
+ALL_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(PKG_CFLAGS) -Irunner/src -I$(BUILD)
+
+SRC_MAIN := runner/src/main.c
+SRC_LIB  := $(filter-out $(SRC_MAIN),$(wildcard runner/src/*.c runner/src/worker/*.c runner/src/stages/*.c))
+OBJ_LIB  := $(SRC_LIB:%.c=$(BUILD)/%.o)
+OBJ_MAIN := $(SRC_MAIN:%.c=$(BUILD)/%.o)
+TESTS    := $(patsubst runner/tests/%.c,$(BUILD)/tests/%,$(wildcard runner/tests/test_*.c))
+STAGES   := pass exec discard
+RUNNER   := $(BUILD)/pepsi-runner
+
+.PHONY: all test check check-unit check-sql check-e2e run deploy revert bench lint install clean valgrind
+
+all: $(RUNNER) $(STAGES:%=$(BUILD)/pepsi-stage-%)
+
+# The schema this build expects: sqitch's change names and the SHA-1 of
+# each deploy script, compared with sqitch's registry at start-up (D-12).
+$(BUILD)/schema_build.h: sqitch.plan $(wildcard deploy/*.sql) scripts/schema-manifest
+	@mkdir -p $(@D)
+	scripts/schema-manifest > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/%.o: %.c $(BUILD)/schema_build.h $(wildcard runner/src/*.h runner/src/*/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+$(RUNNER): $(OBJ_MAIN) $(OBJ_LIB)
+	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+$(BUILD)/pepsi-stage-%: $(RUNNER)
+	ln -sf pepsi-runner $@
+
+$(BUILD)/tests/%: runner/tests/%.c $(OBJ_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+test check-unit: $(TESTS)
+	@scripts/run-unit-tests $(TESTS)
+
+check-sql:
+	scripts/test-sql
+
+check-e2e: all
+	PEPSI_BUILD=$(BUILD) scripts/test-e2e
+
+check: check-unit check-sql check-e2e
+
+valgrind: all $(TESTS)
+	PEPSI_VALGRIND=1 scripts/run-unit-tests $(TESTS)
+	PEPSI_BUILD=$(BUILD) PEPSI_VALGRIND=1 scripts/test-e2e
+
+run: all
+	scripts/run
+
+deploy:
+	scripts/local-sqitch deploy
+
+revert:
+	scripts/local-sqitch revert -y
+
+bench: all
+	PEPSI_BUILD=$(BUILD) bench/run
+
+lint:
+	cppcheck --quiet --error-exitcode=1 --enable=warning,portability --std=c11 \
+		--suppress=missingIncludeSystem -Irunner/src runner/src runner/tests
+	for f in scripts/* bench/run .ci/run runner/tests/e2e/*.t runner/tests/e2e/lib.sh; do \
+		[ -f "$$f" ] && bash -n "$$f" || exit 1; done
+	scripts/schema-manifest > /dev/null
+
+install: all
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SHAREDIR)/deploy $(DESTDIR)$(SHAREDIR)/revert \
+		$(DESTDIR)$(SHAREDIR)/verify $(DESTDIR)$(SYSCONFDIR)/pepsi $(DESTDIR)$(UNITDIR)
+	install -m 755 $(RUNNER) $(DESTDIR)$(BINDIR)/pepsi-runner
+	for s in $(STAGES); do ln -sf pepsi-runner $(DESTDIR)$(BINDIR)/pepsi-stage-$$s; done
+	install -m 644 sqitch.plan sqitch.conf $(DESTDIR)$(SHAREDIR)/
+	install -m 644 deploy/*.sql $(DESTDIR)$(SHAREDIR)/deploy/
+	install -m 644 revert/*.sql $(DESTDIR)$(SHAREDIR)/revert/
+	install -m 644 verify/*.sql $(DESTDIR)$(SHAREDIR)/verify/
+	[ -e $(DESTDIR)$(SYSCONFDIR)/pepsi/pepsi.conf ] || \
+		install -m 640 conf/pepsi.conf $(DESTDIR)$(SYSCONFDIR)/pepsi/pepsi.conf
+	install -m 644 conf/pepsi-runner.service $(DESTDIR)$(UNITDIR)/
+
+clean:
+	rm -rf build build-asan

@@ -1,0 +1,24 @@
+-- Deploy pepsi:schema to pg
+-- requires: roles
+--
+-- Error codes raised by pepsi functions (SQLSTATE class PX). Callers branch
+-- on the code, never on the message text. The README repeats this table.
+--   PX001  invalid stage name
+--   PX002  invalid address (envelope sender or recipient)
+--   PX003  invalid argument (caps, array lengths, intervals, filters, JSON)
+--   PX004  unknown message id
+--   PX005  message is not in the state the call requires (e.g. not running,
+--          or running at another stage): no double completion
+--   PX006  invalid tube name
+--   PX007  invalid failure class
+
+begin;
+
+create schema pepsi;
+
+comment on schema pepsi is
+    'pepsi stage pipeline: the queue, its functions and views. Access goes through functions; see the roles pepsi_runner, pepsi_worker, pepsi_ingress, pepsi_reader.';
+
+grant usage on schema pepsi to pepsi_runner, pepsi_worker, pepsi_ingress, pepsi_reader;
+
+commit;

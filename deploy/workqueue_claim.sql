@@ -1,0 +1,50 @@
+-- Deploy pepsi:workqueue_claim to pg
+-- requires: workqueue
+
+begin;
+
+create function pepsi.workqueue_claim(p_stages text[], p_caps int[], p_now timestamptz default now())
+returns table (workqueue_id bigint, stage text, sender_key text)
+language plpgsql
+security definer
+set search_path = pg_catalog, pepsi, pg_temp
+as $$
+-- The plain oldest-first claim (D-38, D-41): for every stage in p_stages,
+-- up to the matching p_caps entry of its oldest pending rows become
+-- running, all in one UPDATE ... RETURNING. Returns the claimed rows.
+-- Only the dispatcher calls this, serially (D-39, D-40), so it needs no
+-- FOR UPDATE SKIP LOCKED. Each stage's scan is a LATERAL subquery whose
+-- ORDER BY workqueue_id LIMIT cap stops in the partial index
+-- workqueue_pending_idx after cap rows, however deep the backlog.
+-- Raises PX003 when the arrays differ in length or a cap is NULL or < 0.
+-- Tables: workqueue (update).
+#variable_conflict use_column
+begin
+    if cardinality(p_stages) is distinct from cardinality(p_caps) then
+        raise exception 'stages and caps differ in length (% and %)',
+            coalesce(cardinality(p_stages)::text, '<null>'), coalesce(cardinality(p_caps)::text, '<null>')
+            using errcode = 'PX003';
+    end if;
+    if exists (select 1 from unnest(p_caps) c where c is null or c < 0) then
+        raise exception 'caps must be zero or more' using errcode = 'PX003';
+    end if;
+
+    return query
+    update pepsi.workqueue w
+       set status = 'running'::pepsi.workqueue_status, claimed_at = p_now
+      from (select q.workqueue_id as id
+              from unnest(p_stages, p_caps) as s(stage, cap)
+                   cross join lateral (
+                       select q.workqueue_id from pepsi.workqueue q
+                        where q.stage = s.stage and q.status = 'pending'
+                        order by q.workqueue_id
+                        limit s.cap) q) picked
+     where w.workqueue_id = picked.id and w.status = 'pending'
+    returning w.workqueue_id, w.stage, w.sender_key;
+end
+$$;
+
+revoke all on function pepsi.workqueue_claim(text[], int[], timestamptz) from public;
+grant execute on function pepsi.workqueue_claim(text[], int[], timestamptz) to pepsi_runner;
+
+commit;

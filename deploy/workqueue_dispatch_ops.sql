@@ -1,0 +1,145 @@
+-- Deploy pepsi:workqueue_dispatch_ops to pg
+-- requires: workqueue_results
+--
+-- The dispatcher's writes besides the claim: giving back rows that never
+-- ran, the start-up sweep, the paused sweep and strikes.
+
+begin;
+
+create function pepsi.workqueue_requeue(p_ids bigint[])
+returns int
+language sql
+security definer
+set search_path = pg_catalog, pepsi, pg_temp
+as $$
+-- Sets the given running rows back to pending: ids that were claimed or
+-- pipelined to a worker but never ran (D-89, D-90, D-95, shutdown D-08).
+-- Ids that are no longer running are skipped. Returns how many moved.
+-- Tables: workqueue (update).
+    with moved as (
+        update pepsi.workqueue w set status = 'pending'
+         where w.workqueue_id = any(p_ids) and w.status = 'running'
+        returning 1)
+    select count(*)::int from moved
+$$;
+
+create function pepsi.workqueue_reset_running()
+returns int
+language sql
+security definer
+set search_path = pg_catalog, pepsi, pg_temp
+as $$
+-- The start-up sweep (D-18): every running row was orphaned by an earlier
+-- dispatcher, since the caller holds the dispatcher lock. Back to pending.
+-- Returns how many. Tables: workqueue (update).
+    with moved as (
+        update pepsi.workqueue w set status = 'pending'
+         where w.status = 'running'
+        returning 1)
+    select count(*)::int from moved
+$$;
+
+create function pepsi.workqueue_release_paused(p_now timestamptz default now())
+returns table (released int, next_timeout timestamptz)
+language sql
+security definer
+set search_path = pg_catalog, pepsi, pg_temp
+as $$
+-- The paused sweep (D-93): due paused rows become pending; returns how
+-- many, and the earliest timeout still ahead (NULL when none), which is
+-- when the dispatcher should sweep next. Both parts read the same
+-- snapshot, so the rows being released are not counted as ahead.
+-- Tables: workqueue (update).
+    with due as (
+        update pepsi.workqueue w set status = 'pending', timeout = null
+         where w.status = 'paused' and w.timeout <= p_now
+        returning 1)
+    select (select count(*)::int from due),
+           (select min(w.timeout) from pepsi.workqueue w
+             where w.status = 'paused' and w.timeout > p_now)
+$$;
+
+create function pepsi.workqueue_defer(p_ids bigint[], p_until timestamptz, p_reason text)
+returns int
+language plpgsql
+security definer
+set search_path = pg_catalog, pepsi, pg_temp
+as $$
+-- Pauses running rows until p_until without blaming them: the worker lost
+-- its database connection (status 74, D-100); the paused sweep returns
+-- them to the same stage. state.last_error keeps p_reason. Returns how
+-- many rows moved. Raises PX003 when p_until is NULL.
+-- Tables: workqueue (update).
+declare
+    v_count int;
+begin
+    if p_until is null then
+        raise exception 'a deferral needs a time to resume' using errcode = 'PX003';
+    end if;
+    update pepsi.workqueue w
+       set status = 'paused', timeout = p_until,
+           state = w.state || jsonb_build_object('last_error', coalesce(p_reason, 'deferred'))
+     where w.workqueue_id = any(p_ids) and w.status = 'running';
+    get diagnostics v_count = row_count;
+    return v_count;
+end
+$$;
+
+create function pepsi.workqueue_strike(p_id bigint, p_stage text, p_kind text, p_reason text,
+                                       p_now timestamptz default now())
+returns pepsi.workqueue_status
+language plpgsql
+security definer
+set search_path = pg_catalog, pepsi, pg_temp
+as $$
+-- Charges a strike to the head message of a worker that crashed
+-- (p_kind 'crash', D-81) or hung past MAX_RUNTIME ('hang', D-82).
+-- First strike: paused for 1 minute (D-84); second: 2 minutes (D-85);
+-- third: terminal, failed/crashed after a crash (D-87) or
+-- timeout/timed-out after a hang (D-88). state.strikes counts and
+-- state.last_error holds p_reason (D-86). Returns the new status.
+-- Raises PX003 (unknown kind), PX004/PX005. Tables: workqueue (update).
+declare
+    v_status pepsi.workqueue_status;
+begin
+    if p_kind is null or p_kind not in ('crash', 'hang') then
+        raise exception 'unknown strike kind "%"', coalesce(p_kind, '<null>')
+            using errcode = 'PX003', hint = 'Use crash or hang.';
+    end if;
+    update pepsi.workqueue w
+       set status = case
+               when coalesce((w.state->>'strikes')::int, 0) + 1 < 3 then 'paused'
+               when p_kind = 'crash' then 'failed'
+               else 'timeout' end::pepsi.workqueue_status,
+           timeout = case
+               when coalesce((w.state->>'strikes')::int, 0) + 1 < 3
+               then p_now + make_interval(mins => coalesce((w.state->>'strikes')::int, 0) + 1) end,
+           state = w.state
+               || jsonb_build_object('strikes', coalesce((w.state->>'strikes')::int, 0) + 1,
+                                     'last_error', coalesce(p_reason, p_kind))
+               || case when coalesce((w.state->>'strikes')::int, 0) + 1 < 3 then '{}'::jsonb
+                       else jsonb_build_object(
+                                'failed_stage', w.stage,
+                                'failure_class', case p_kind when 'crash' then 'crashed'
+                                                             else 'timed-out' end) end
+     where w.workqueue_id = p_id and w.status = 'running' and w.stage = p_stage
+    returning w.status into v_status;
+    if not found then
+        perform pepsi.workqueue_refuse(p_id, p_stage);
+    end if;
+    return v_status;
+end
+$$;
+
+revoke all on function pepsi.workqueue_requeue(bigint[]) from public;
+revoke all on function pepsi.workqueue_reset_running() from public;
+revoke all on function pepsi.workqueue_release_paused(timestamptz) from public;
+revoke all on function pepsi.workqueue_defer(bigint[], timestamptz, text) from public;
+revoke all on function pepsi.workqueue_strike(bigint, text, text, text, timestamptz) from public;
+grant execute on function pepsi.workqueue_requeue(bigint[]) to pepsi_runner;
+grant execute on function pepsi.workqueue_reset_running() to pepsi_runner;
+grant execute on function pepsi.workqueue_release_paused(timestamptz) to pepsi_runner;
+grant execute on function pepsi.workqueue_defer(bigint[], timestamptz, text) to pepsi_runner;
+grant execute on function pepsi.workqueue_strike(bigint, text, text, text, timestamptz) to pepsi_runner;
+
+commit;

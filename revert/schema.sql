@@ -1,0 +1,7 @@
+-- Revert pepsi:schema from pg
+
+begin;
+
+drop schema pepsi;
+
+commit;

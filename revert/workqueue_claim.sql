@@ -1,0 +1,7 @@
+-- Revert pepsi:workqueue_claim from pg
+
+begin;
+
+drop function pepsi.workqueue_claim(text[], int[], timestamptz);
+
+commit;

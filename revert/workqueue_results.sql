@@ -1,0 +1,12 @@
+-- Revert pepsi:workqueue_results from pg
+
+begin;
+
+drop function pepsi.workqueue_fail(bigint, text, text, text, jsonb);
+drop function pepsi.failure_class_check(text);
+drop function pepsi.workqueue_pause(bigint, text, timestamptz, text, jsonb);
+drop function pepsi.workqueue_finish(bigint, text);
+drop function pepsi.workqueue_advance(bigint, text, text, jsonb);
+drop function pepsi.workqueue_refuse(bigint, text);
+
+commit;

@@ -1,0 +1,13 @@
+-- Verify pepsi:stats on pg
+
+begin;
+
+select stage, owner_slot, stages_executed, runs, run_usec, succeeded, failed,
+       tempfailed, ioerrors, strikes, requeued, updated_at
+  from pepsi.stage_stats where false;
+select owner_slot, claims, claimed, wakeups, notifications, workers_started,
+       workers_exited, bodies_collected, updated_at
+  from pepsi.dispatch_stats where false;
+select pg_catalog.has_function_privilege('pepsi.stats_flush(int, jsonb, jsonb, timestamptz)', 'execute');
+
+rollback;
