@@ -3,7 +3,8 @@
 
 begin;
 
-create function pepsi.workqueue_claim(p_stages text[], p_caps int[], p_now timestamptz default now())
+create function pepsi.workqueue_claim(p_stages text[], p_caps int[], p_now timestamptz default now(),
+                                      p_release_paused boolean default false)
 returns table (workqueue_id bigint, stage text, sender_key text)
 language plpgsql
 security definer
@@ -16,6 +17,13 @@ as $$
 -- FOR UPDATE SKIP LOCKED. Each stage's scan is a LATERAL subquery whose
 -- ORDER BY workqueue_id LIMIT cap stops in the partial index
 -- workqueue_pending_idx after cap rows, however deep the backlog.
+-- With p_release_paused, due paused rows first become pending (D-93), so
+-- that the dispatcher's POLL_INTERVAL heartbeat is one round trip that is
+-- also the paused sweep; the probe is an index range scan on
+-- workqueue_paused_idx that finds nothing when nothing is due.
+-- p_now is stored as claimed_at; the dispatcher passes its own clock so
+-- that pepsi.workqueue_unclaim(p_now) can give back a claim whose answer
+-- it lost.
 -- Raises PX003 when the arrays differ in length or a cap is NULL or < 0.
 -- Tables: workqueue (update).
 #variable_conflict use_column
@@ -27,6 +35,11 @@ begin
     end if;
     if exists (select 1 from unnest(p_caps) c where c is null or c < 0) then
         raise exception 'caps must be zero or more' using errcode = 'PX003';
+    end if;
+
+    if p_release_paused then
+        update pepsi.workqueue w set status = 'pending', timeout = null
+         where w.status = 'paused' and w.timeout <= p_now;
     end if;
 
     return query
@@ -44,7 +57,7 @@ begin
 end
 $$;
 
-revoke all on function pepsi.workqueue_claim(text[], int[], timestamptz) from public;
-grant execute on function pepsi.workqueue_claim(text[], int[], timestamptz) to pepsi_runner;
+revoke all on function pepsi.workqueue_claim(text[], int[], timestamptz, boolean) from public;
+grant execute on function pepsi.workqueue_claim(text[], int[], timestamptz, boolean) to pepsi_runner;
 
 commit;

@@ -6,19 +6,46 @@
 
 begin;
 
-create function pepsi.workqueue_requeue(p_ids bigint[])
+create function pepsi.workqueue_requeue(p_ids bigint[], p_stages text[])
+returns int
+language plpgsql
+security definer
+set search_path = pg_catalog, pepsi, pg_temp
+as $$
+-- Sets running rows back to pending: ids that were claimed or pipelined to
+-- a worker but never ran (D-89, D-90, D-95, shutdown D-08). p_stages[i] is
+-- the stage id p_ids[i] was handed out for; a row that has meanwhile moved
+-- on (its worker advanced it, then died before answering) is left alone,
+-- even if it is running again at its next stage. Returns how many moved.
+-- Raises PX003 when the arrays differ in length. Tables: workqueue (update).
+declare
+    v_count int;
+begin
+    if cardinality(p_ids) is distinct from cardinality(p_stages) then
+        raise exception 'ids and stages differ in length' using errcode = 'PX003';
+    end if;
+    update pepsi.workqueue w set status = 'pending'
+      from unnest(p_ids, p_stages) as r(id, stage)
+     where w.workqueue_id = r.id and w.stage = r.stage and w.status = 'running';
+    get diagnostics v_count = row_count;
+    return v_count;
+end
+$$;
+
+create function pepsi.workqueue_unclaim(p_claimed_at timestamptz)
 returns int
 language sql
 security definer
 set search_path = pg_catalog, pepsi, pg_temp
 as $$
--- Sets the given running rows back to pending: ids that were claimed or
--- pipelined to a worker but never ran (D-89, D-90, D-95, shutdown D-08).
--- Ids that are no longer running are skipped. Returns how many moved.
--- Tables: workqueue (update).
+-- Gives back the rows of a claim whose answer the dispatcher never read
+-- (its connection dropped while the claim ran): the dispatcher passes its
+-- own p_now to every claim, so claimed_at identifies that claim's rows.
+-- Rows that have moved on since are not running with that claimed_at.
+-- Returns how many moved. Tables: workqueue (update).
     with moved as (
         update pepsi.workqueue w set status = 'pending'
-         where w.workqueue_id = any(p_ids) and w.status = 'running'
+         where w.status = 'running' and w.claimed_at = p_claimed_at
         returning 1)
     select count(*)::int from moved
 $$;
@@ -131,12 +158,14 @@ begin
 end
 $$;
 
-revoke all on function pepsi.workqueue_requeue(bigint[]) from public;
+revoke all on function pepsi.workqueue_requeue(bigint[], text[]) from public;
+revoke all on function pepsi.workqueue_unclaim(timestamptz) from public;
 revoke all on function pepsi.workqueue_reset_running() from public;
 revoke all on function pepsi.workqueue_release_paused(timestamptz) from public;
 revoke all on function pepsi.workqueue_defer(bigint[], timestamptz, text) from public;
 revoke all on function pepsi.workqueue_strike(bigint, text, text, text, timestamptz) from public;
-grant execute on function pepsi.workqueue_requeue(bigint[]) to pepsi_runner;
+grant execute on function pepsi.workqueue_requeue(bigint[], text[]) to pepsi_runner;
+grant execute on function pepsi.workqueue_unclaim(timestamptz) to pepsi_runner;
 grant execute on function pepsi.workqueue_reset_running() to pepsi_runner;
 grant execute on function pepsi.workqueue_release_paused(timestamptz) to pepsi_runner;
 grant execute on function pepsi.workqueue_defer(bigint[], timestamptz, text) to pepsi_runner;

@@ -2,6 +2,6 @@
 
 begin;
 
-drop function pepsi.workqueue_claim(text[], int[], timestamptz);
+drop function pepsi.workqueue_claim(text[], int[], timestamptz, boolean);
 
 commit;

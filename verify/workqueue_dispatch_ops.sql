@@ -2,7 +2,8 @@
 
 begin;
 
-select pg_catalog.has_function_privilege('pepsi_runner', 'pepsi.workqueue_requeue(bigint[])', 'execute');
+select pg_catalog.has_function_privilege('pepsi_runner', 'pepsi.workqueue_requeue(bigint[], text[])', 'execute');
+select pg_catalog.has_function_privilege('pepsi_runner', 'pepsi.workqueue_unclaim(timestamptz)', 'execute');
 select pg_catalog.has_function_privilege('pepsi_runner', 'pepsi.workqueue_reset_running()', 'execute');
 select pg_catalog.has_function_privilege('pepsi_runner', 'pepsi.workqueue_release_paused(timestamptz)', 'execute');
 select pg_catalog.has_function_privilege('pepsi_runner', 'pepsi.workqueue_defer(bigint[], timestamptz, text)', 'execute');
