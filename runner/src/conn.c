@@ -1,0 +1,119 @@
+/* conn.c — see conn.h. */
+#include "conn.h"
+
+#include "log.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* The advisory lock's first key: "peps"; the second is the owner slot. */
+#define DISPATCH_LOCK_CLASS "1885696115"
+
+PGconn *conn_open(const char *conninfo, int64_t timeout_ms, const char *app,
+                  const char *component, bool *overload)
+{
+    char timeout[32];
+    /* libpq counts whole seconds, and treats 1 as 2. */
+    snprintf(timeout, sizeof timeout, "%lld", (long long)(timeout_ms < 2000 ? 2 : timeout_ms / 1000));
+    const char *keys[] = {"dbname", "connect_timeout", "fallback_application_name", NULL};
+    const char *vals[] = {conninfo ? conninfo : "", timeout, app, NULL};
+
+    if (overload)
+        *overload = false;
+    PGconn *c = PQconnectdbParams(keys, vals, 1);
+    if (c == NULL) {
+        log_error(component, "cannot allocate a database connection");
+        return NULL;
+    }
+    if (PQstatus(c) != CONNECTION_OK) {
+        const char *msg = PQerrorMessage(c);
+        /* The server refuses before a session exists, so there is no
+         * SQLSTATE to read; its message is the only sign of 53300. */
+        if (overload && (strstr(msg, "too many clients") || strstr(msg, "connection slots are reserved")))
+            *overload = true;
+        char oneline[512];
+        snprintf(oneline, sizeof oneline, "%s", msg);
+        for (char *p = oneline; *p; p++)
+            if (*p == '\n')
+                *p = ' ';
+        log_error(component, "cannot connect to the database: %s", oneline);
+        PQfinish(c);
+        return NULL;
+    }
+    return c;
+}
+
+int conn_exec(PGconn *c, const char *sql, const char *component)
+{
+    PGresult *r = PQexec(c, sql);
+    ExecStatusType st = PQresultStatus(r);
+    if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+        log_error(component, "\"%s\" failed: %s", sql, PQerrorMessage(c));
+        PQclear(r);
+        return -1;
+    }
+    PQclear(r);
+    return 0;
+}
+
+int conn_try_dispatch_lock(PGconn *c, int owner_slot)
+{
+    char slot[16];
+    snprintf(slot, sizeof slot, "%d", owner_slot);
+    const char *params[] = {slot};
+    PGresult *r = PQexecParams(c, "select pg_try_advisory_lock(" DISPATCH_LOCK_CLASS ", $1::int)",
+                               1, NULL, params, NULL, NULL, 0);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
+        log_error("dispatch", "cannot take the dispatcher lock: %s", PQerrorMessage(c));
+        PQclear(r);
+        return -1;
+    }
+    int got = strcmp(PQgetvalue(r, 0, 0), "t") == 0;
+    PQclear(r);
+    return got;
+}
+
+/* The pid of the session holding the lock, or 0 when unknown. */
+static int lock_holder(PGconn *c, int owner_slot)
+{
+    char slot[16];
+    snprintf(slot, sizeof slot, "%d", owner_slot);
+    const char *params[] = {slot};
+    PGresult *r = PQexecParams(c,
+                               "select pid from pg_locks where locktype = 'advisory' and granted"
+                               " and classid = " DISPATCH_LOCK_CLASS " and objid = $1::int"
+                               " and database = (select oid from pg_database where datname = current_database())",
+                               1, NULL, params, NULL, NULL, 0);
+    int pid = 0;
+    if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0)
+        pid = atoi(PQgetvalue(r, 0, 0));
+    PQclear(r);
+    return pid;
+}
+
+int conn_wait_dispatch_lock(PGconn *c, int owner_slot, int64_t wait_ms, const char *component)
+{
+    uint64_t deadline = now_ms() + (uint64_t)wait_ms;
+    bool told = false;
+    for (;;) {
+        int got = conn_try_dispatch_lock(c, owner_slot);
+        if (got != 0)
+            return got == 1 ? 0 : -1;
+        if (!told) {
+            log_notice(component, "another dispatcher holds owner slot %d (backend pid %d); "
+                       "waiting up to %lld ms", owner_slot, lock_holder(c, owner_slot),
+                       (long long)wait_ms);
+            told = true;
+        }
+        if (now_ms() >= deadline)
+            break;
+        struct timespec ts = {0, 250 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    log_error(component, "another dispatcher (backend pid %d) still holds owner slot %d after %lld ms; "
+              "refusing to run a second one", lock_holder(c, owner_slot), owner_slot, (long long)wait_ms);
+    return 1;
+}

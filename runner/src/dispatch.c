@@ -1,0 +1,984 @@
+/* dispatch.c — see dispatch.h.
+ *
+ * The coordinator's rules (spec/dispatch.md):
+ *  - every wake-up (a notification, a worker freed or dead, the heartbeat,
+ *    a reconnect) only sets a flag; the claim round runs once the loop has
+ *    drained its I/O, so a burst collapses into one claim (D-31, D-37);
+ *  - one claim statement for all stages with free capacity (D-38);
+ *  - a successful pass is never rewritten: it just brings the next claim
+ *    (D-35, D-39);
+ *  - every other write (requeue, strike, defer, statistics) is one SQL call,
+ *    queued on the same connection and resent after a reconnect (D-20). */
+#include "dispatch.h"
+
+#include "conn.h"
+#include "db.h"
+#include "log.h"
+#include "pgerr.h"
+#include "pool.h"
+#include "schema.h"
+#include "stats.h"
+#include "util.h"
+
+#include <jansson.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#define COMPONENT "dispatch"
+#define TICK_MS 1000
+#define IDLE_FLUSH_MIN_MS 1000     /* idle flushes at most once a second (D-138) */
+#define DEFER_74_MS 30000          /* status 74: pause for 30 s (D-100) */
+#define THROTTLE_MS (5 * 60 * 1000) /* status 75: halve for 5 minutes (D-96) */
+#define RECONNECT_MIN_MS 500
+#define RECONNECT_MAX_MS 30000
+#define SHUTDOWN_LIMIT_MS 60000    /* give up waiting for workers and the database */
+
+struct runner {
+    uv_loop_t *loop;
+    struct conf *conf;
+    struct db db;
+    struct pool_env env;
+    struct stage *stages;
+    size_t n_stages;
+
+    uv_idle_t claim_idle;          /* keeps the poll phase from blocking while a claim is wanted */
+    uv_check_t claim_check;        /* runs the claim round after the poll phase (D-37) */
+    uv_timer_t heartbeat;          /* POLL_INTERVAL (D-29) */
+    uv_timer_t stats_timer;        /* STATS_INTERVAL (D-138) */
+    uv_timer_t tick;               /* pools' housekeeping, idle flush, shutdown progress */
+    uv_timer_t paused_timer;       /* the earliest paused timeout (D-93) */
+    uv_timer_t reconnect_timer;
+    uv_signal_t sigint, sigterm;
+
+    bool claim_wanted;
+    bool claim_inflight;
+    bool heartbeat_due;            /* the next claim also releases due paused rows */
+    char claim_token[40];          /* p_now of the claim in flight */
+    char lost_claim[40];           /* a claim whose answer was lost: give it back on reconnect */
+    uint64_t paused_due_ms;        /* when paused_timer fires, 0 when idle */
+
+    struct dispatch_delta dstats;
+    uint64_t last_flush_ms;
+    bool flush_inflight;
+    bool gc_inflight;
+    bool traffic_since_gc;
+    bool traffic_since_flush;
+
+    int reconnect_delay_ms;
+    uint64_t lock_lost_since_ms;   /* reconnects that found the lock taken */
+
+    bool shutting_down;
+    uint64_t shutdown_deadline_ms;
+    int signals;
+    int exit_code;
+    bool stopped;                  /* the loop is being torn down */
+};
+
+static void wake(void *arg);
+static void claim_round(struct runner *r);
+static void db_lost_cb(void *arg);
+static void notify_cb(void *arg, const char *channel);
+static void shutdown_progress(struct runner *r);
+
+/* ---- helpers ---- */
+
+static struct stage *stage_by_name(struct runner *r, const char *name)
+{
+    for (size_t i = 0; i < r->n_stages; i++)
+        if (strcmp(r->stages[i].name, name) == 0)
+            return &r->stages[i];
+    return NULL;
+}
+
+static int total_inflight(const struct runner *r)
+{
+    int n = 0;
+    for (size_t i = 0; i < r->n_stages; i++)
+        n += r->stages[i].inflight;
+    return n;
+}
+
+static int total_workers(const struct runner *r)
+{
+    int n = 0;
+    for (size_t i = 0; i < r->n_stages; i++)
+        n += r->stages[i].n_workers;
+    return n;
+}
+
+/* Appends a PostgreSQL array element (names and numbers need no quoting
+ * beyond double quotes: stage names are restricted, pepsi.stage_check). */
+static void buf_append(char **buf, size_t *len, size_t *cap, const char *s)
+{
+    size_t n = strlen(s);
+    if (*len + n + 1 > *cap) {
+        *cap = (*len + n + 1) * 2;
+        *buf = xrealloc(*buf, *cap);
+    }
+    memcpy(*buf + *len, s, n + 1);
+    *len += n;
+}
+
+/* ---- queue writes other than the claim ---- */
+
+static void requeue_done(struct db *db, PGresult *res, void *arg)
+{
+    (void)arg;
+    if (res == NULL) {
+        log_warning(COMPONENT, "could not requeue messages (no database); the next start resets them");
+        return;
+    }
+    if (pgerr_classify(db->conn, res) != PGERR_NONE)
+        log_error(COMPONENT, "requeue failed: %s sqlstate=%s", pgerr_message(db->conn, res),
+                  pgerr_sqlstate(res));
+    PQclear(res);
+}
+
+static void requeue_ids(struct runner *r, const char *const *stages, const int64_t *ids, size_t n)
+{
+    size_t li = 0, ci = 0, ls = 0, cs = 0;
+    char *idbuf = NULL, *stbuf = NULL, num[32];
+
+    if (n == 0)
+        return;
+    buf_append(&idbuf, &li, &ci, "{");
+    buf_append(&stbuf, &ls, &cs, "{");
+    for (size_t i = 0; i < n; i++) {
+        snprintf(num, sizeof num, "%s%lld", i ? "," : "", (long long)ids[i]);
+        buf_append(&idbuf, &li, &ci, num);
+        buf_append(&stbuf, &ls, &cs, i ? ",\"" : "\"");
+        buf_append(&stbuf, &ls, &cs, stages[i]);
+        buf_append(&stbuf, &ls, &cs, "\"");
+    }
+    buf_append(&idbuf, &li, &ci, "}");
+    buf_append(&stbuf, &ls, &cs, "}");
+    const char *params[] = {idbuf, stbuf};
+    db_query(&r->db, "select pepsi.workqueue_requeue($1::bigint[], $2::text[])", 2, params, DB_RESEND,
+             requeue_done, r);
+    free(idbuf);
+    free(stbuf);
+}
+
+static void requeue_cb(void *arg, struct stage *s, const int64_t *ids, size_t n)
+{
+    struct runner *r = arg;
+    const char **stages = xcalloc(n, sizeof *stages);
+    for (size_t i = 0; i < n; i++)
+        stages[i] = s->name;
+    s->delta.requeued += (int64_t)n;
+    log_debug(s->name, "requeueing %zu unrun message(s)", n);
+    requeue_ids(r, stages, ids, n);
+    free(stages);
+}
+
+static void schedule_paused(struct runner *r, uint64_t delay_ms);
+
+struct strike_ctx {
+    struct runner *r;
+    int64_t id;
+    char stage[64];
+};
+
+static void strike_done(struct db *db, PGresult *res, void *arg)
+{
+    struct strike_ctx *sc = arg;
+    if (res == NULL) {
+        log_warning(sc->stage, "could not record a strike for message %lld (no database)",
+                    (long long)sc->id);
+    } else if (pgerr_classify(db->conn, res) != PGERR_NONE) {
+        const char *code = pgerr_sqlstate(res);
+        /* PX004/PX005: the worker finished the message before it died. */
+        if (strcmp(code, "PX004") == 0 || strcmp(code, "PX005") == 0)
+            log_debug(sc->stage, "message %lld had moved on; no strike", (long long)sc->id);
+        else
+            log_error(sc->stage, "strike for message %lld failed: %s sqlstate=%s", (long long)sc->id,
+                      pgerr_message(db->conn, res), code);
+    } else {
+        const char *status = PQgetvalue(res, 0, 0);
+        if (strcmp(status, "paused") == 0)
+            schedule_paused(sc->r, 60 * 1000);
+        else
+            log_warning(sc->stage, "message %lld is %s after its third strike", (long long)sc->id, status);
+    }
+    if (res)
+        PQclear(res);
+    free(sc);
+}
+
+static void strike_cb(void *arg, struct stage *s, int64_t id, const char *kind, const char *reason)
+{
+    struct runner *r = arg;
+    struct strike_ctx *sc = xcalloc(1, sizeof *sc);
+    char idtext[32];
+    snprintf(idtext, sizeof idtext, "%lld", (long long)id);
+    sc->r = r;
+    sc->id = id;
+    snprintf(sc->stage, sizeof sc->stage, "%s", s->name);
+    s->delta.strikes++;
+    const char *params[] = {idtext, s->name, kind, reason};
+    db_query(&r->db, "select pepsi.workqueue_strike($1::bigint, $2, $3, $4)", 4, params, DB_RESEND,
+             strike_done, sc);
+}
+
+static void defer_done(struct db *db, PGresult *res, void *arg)
+{
+    struct runner *r = arg;
+    if (res == NULL) {
+        log_warning(COMPONENT, "could not defer a message (no database); the next start resets it");
+        return;
+    }
+    if (pgerr_classify(db->conn, res) != PGERR_NONE)
+        log_error(COMPONENT, "defer failed: %s sqlstate=%s", pgerr_message(db->conn, res),
+                  pgerr_sqlstate(res));
+    else
+        schedule_paused(r, DEFER_74_MS);
+    PQclear(res);
+}
+
+/* Status 74: the worker lost its connection; pause the message 30 s
+ * without blame (D-100, D-101). */
+static void defer_lost_connection(struct runner *r, struct stage *s, int64_t id)
+{
+    char idtext[40], until[40];
+    snprintf(idtext, sizeof idtext, "{%lld}", (long long)id);
+    snprintf(until, sizeof until, "%d milliseconds", DEFER_74_MS);
+    log_warning(COMPONENT, "stage %s lost its database connection on message %lld; deferring it %d s",
+                s->name, (long long)id, DEFER_74_MS / 1000);
+    const char *params[] = {idtext, until};
+    db_query(&r->db,
+             "select pepsi.workqueue_defer($1::bigint[], now() + $2::interval,"
+             " 'worker lost its database connection')",
+             2, params, DB_RESEND, defer_done, r);
+}
+
+/* Status 75: database overload. Requeue, and halve the parallelism of the
+ * stage running the most workers for 5 minutes (D-95..D-98). */
+static void throttle_overload(struct runner *r, struct stage *s, int64_t id)
+{
+    const char *stages[] = {s->name};
+    requeue_ids(r, stages, &id, 1);
+    struct stage *big = NULL;
+    for (size_t i = 0; i < r->n_stages; i++)
+        if (big == NULL || r->stages[i].n_workers > big->n_workers)
+            big = &r->stages[i];
+    int cap = big->parallelism_cap / 2;
+    big->parallelism_cap = cap < 1 ? 1 : cap;
+    big->throttle_until_ms = now_ms() + THROTTLE_MS;
+    log_warning(COMPONENT, "database overload reported by stage %s; stage %s limited to %d worker(s) "
+                "for %d s", s->name, big->name, big->parallelism_cap, THROTTLE_MS / 1000);
+}
+
+/* ---- answers from workers ---- */
+
+static void account_runs(struct runner *r, struct stage *s, const struct proto_status *st, uint64_t usec)
+{
+    if (st->report_ok && st->n_report > 0) {
+        for (size_t i = 0; i < st->n_report; i++) {
+            struct stage *f = stage_by_name(r, st->report[i].stage);
+            if (f == NULL) {
+                log_debug(s->name, "report names unknown stage \"%s\"", st->report[i].stage);
+                continue;
+            }
+            f->delta.runs++;
+            f->delta.run_usec += st->report[i].usec;
+        }
+        return;
+    }
+    s->delta.runs++;
+    s->delta.run_usec += (int64_t)usec;
+}
+
+static void answered_cb(void *arg, struct stage *s, int64_t id, const struct proto_status *st,
+                        uint64_t usec)
+{
+    struct runner *r = arg;
+    s->delta.stages_executed++;
+    r->traffic_since_gc = r->traffic_since_flush = true;
+    account_runs(r, s, st, usec);
+    switch (st->status) {
+    case 0:
+        s->delta.succeeded++;
+        break;
+    case EXIT_TEMPFAIL:
+        s->delta.tempfailed++;
+        throttle_overload(r, s, id);
+        break;
+    case EXIT_IOERR:
+        s->delta.ioerrors++;
+        defer_lost_connection(r, s, id);
+        break;
+    default:
+        /* The worker has already failed the row (D-79). */
+        s->delta.failed++;
+        log_debug(s->name, "message %lld failed with status %d", (long long)id, st->status);
+        break;
+    }
+}
+
+/* ---- the claim round ---- */
+
+static void claim_requeue_rows(struct runner *r, PGresult *res, int from)
+{
+    int n = PQntuples(res) - from;
+    if (n <= 0)
+        return;
+    int64_t *ids = xcalloc((size_t)n, sizeof *ids);
+    const char **stages = xcalloc((size_t)n, sizeof *stages);
+    for (int i = 0; i < n; i++) {
+        ids[i] = strtoll(PQgetvalue(res, from + i, 0), NULL, 10);
+        stages[i] = PQgetvalue(res, from + i, 1);
+    }
+    requeue_ids(r, stages, ids, (size_t)n);
+    free(ids);
+    free(stages);
+}
+
+/* Hands the claimed rows to their stages' pools; what no worker can take
+ * goes straight back. Rows come grouped by stage (one LATERAL per stage). */
+static void claim_assign(struct runner *r, PGresult *res)
+{
+    int n = PQntuples(res);
+    int64_t *ids = xcalloc((size_t)(n ? n : 1), sizeof *ids);
+    const char **back_st = xcalloc((size_t)(n ? n : 1), sizeof *back_st);
+    int64_t *back = xcalloc((size_t)(n ? n : 1), sizeof *back);
+    size_t nback = 0;
+    uint64_t now = now_ms();
+
+    for (int i = 0; i < n;) {
+        const char *name = PQgetvalue(res, i, 1);
+        int j = i;
+        size_t k = 0;
+        while (j < n && strcmp(PQgetvalue(res, j, 1), name) == 0)
+            ids[k++] = strtoll(PQgetvalue(res, j++, 0), NULL, 10);
+        struct stage *s = stage_by_name(r, name);
+        size_t taken = s ? stage_assign(s, ids, k, now) : 0;
+        for (size_t m = taken; m < k; m++) {
+            back[nback] = ids[m];
+            back_st[nback++] = PQgetvalue(res, i + (int)m, 1);
+        }
+        if (s && taken < k)
+            s->delta.requeued += (int64_t)(k - taken);
+        i = j;
+    }
+    if (nback)
+        requeue_ids(r, back_st, back, nback);
+    free(ids);
+    free(back);
+    free(back_st);
+}
+
+static void claim_done(struct db *db, PGresult *res, void *arg)
+{
+    struct runner *r = arg;
+    r->claim_inflight = false;
+    if (res == NULL) {
+        /* The claim may have committed without our reading it: remember
+         * its token, give its rows back after reconnecting. */
+        snprintf(r->lost_claim, sizeof r->lost_claim, "%s", r->claim_token);
+        return;
+    }
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        log_error(COMPONENT, "claim failed: %s sqlstate=%s", pgerr_message(db->conn, res),
+                  pgerr_sqlstate(res));
+        PQclear(res);
+        return;
+    }
+    int n = PQntuples(res);
+    r->dstats.claimed += n;
+    if (n > 0) {
+        r->traffic_since_gc = r->traffic_since_flush = true;
+        log_debug(COMPONENT, "claimed %d message(s)", n);
+    }
+    if (r->shutting_down)
+        claim_requeue_rows(r, res, 0);
+    else
+        claim_assign(r, res);
+    PQclear(res);
+    if (r->claim_wanted)
+        wake(r);
+    if (r->shutting_down)
+        shutdown_progress(r);
+}
+
+static void claim_round(struct runner *r)
+{
+    char *stages = NULL, *caps = NULL, num[32];
+    size_t ls = 0, cs = 0, lc = 0, cc = 0;
+    int included = 0;
+    uint64_t now = now_ms();
+
+    if (r->claim_inflight || r->shutting_down || !db_connected(&r->db) || r->db.gated)
+        return;
+    buf_append(&stages, &ls, &cs, "{");
+    buf_append(&caps, &lc, &cc, "{");
+    for (size_t i = 0; i < r->n_stages; i++) {
+        int cap = stage_capacity(&r->stages[i], now);
+        if (cap <= 0)
+            continue;
+        buf_append(&stages, &ls, &cs, included ? ",\"" : "\"");
+        buf_append(&stages, &ls, &cs, r->stages[i].name);
+        buf_append(&stages, &ls, &cs, "\"");
+        snprintf(num, sizeof num, "%s%d", included ? "," : "", cap);
+        buf_append(&caps, &lc, &cc, num);
+        included++;
+    }
+    buf_append(&stages, &ls, &cs, "}");
+    buf_append(&caps, &lc, &cc, "}");
+    r->claim_wanted = false;
+    if (included == 0 && !r->heartbeat_due) {
+        free(stages);
+        free(caps);
+        return;
+    }
+    const char *release = r->heartbeat_due ? "t" : "f";
+    r->heartbeat_due = false;
+    wall_timestamp(r->claim_token, sizeof r->claim_token);
+    const char *params[] = {stages, caps, r->claim_token, release};
+    r->claim_inflight = true;
+    r->dstats.claims++;
+    db_query(&r->db,
+             "select workqueue_id, stage from pepsi.workqueue_claim($1::text[], $2::int[],"
+             " $3::timestamptz, $4::boolean)",
+             4, params, 0, claim_done, r);
+    free(stages);
+    free(caps);
+}
+
+static void claim_idle_cb(uv_idle_t *h)
+{
+    (void)h; /* only keeps the poll phase non-blocking until the check runs */
+}
+
+static void claim_check_cb(uv_check_t *h)
+{
+    struct runner *r = h->data;
+    uv_idle_stop(&r->claim_idle);
+    uv_check_stop(&r->claim_check);
+    if (r->claim_wanted && !r->claim_inflight) {
+        r->dstats.wakeups++;
+        claim_round(r);
+    }
+}
+
+/* Every wake-up source ends here (D-36): remember, claim after the I/O. */
+static void wake(void *arg)
+{
+    struct runner *r = arg;
+    if (r->stopped)
+        return;
+    r->claim_wanted = true;
+    if (r->claim_inflight)
+        return; /* claim_done wakes again */
+    uv_idle_start(&r->claim_idle, claim_idle_cb);
+    uv_check_start(&r->claim_check, claim_check_cb);
+}
+
+static void heartbeat_cb(uv_timer_t *t)
+{
+    struct runner *r = t->data;
+    r->heartbeat_due = true;
+    wake(r);
+}
+
+/* ---- paused rows (D-92, D-93) ---- */
+
+static void release_done(struct db *db, PGresult *res, void *arg)
+{
+    struct runner *r = arg;
+    if (res == NULL)
+        return;
+    if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
+        log_error(COMPONENT, "paused sweep failed: %s", pgerr_message(db->conn, res));
+        PQclear(res);
+        return;
+    }
+    int released = atoi(PQgetvalue(res, 0, 0));
+    if (!PQgetisnull(res, 0, 1)) {
+        long long ms = strtoll(PQgetvalue(res, 0, 1), NULL, 10);
+        schedule_paused(r, ms < 0 ? 0 : (uint64_t)ms);
+    }
+    PQclear(res);
+    if (released > 0) {
+        log_debug(COMPONENT, "released %d paused message(s)", released);
+        wake(r);
+    }
+}
+
+static void release_paused(struct runner *r)
+{
+    db_query(&r->db,
+             "select released, ceil(extract(epoch from next_timeout - clock_timestamp()) * 1000)::bigint"
+             " from pepsi.workqueue_release_paused()",
+             0, NULL, 0, release_done, r);
+}
+
+static void paused_timer_cb(uv_timer_t *t)
+{
+    struct runner *r = t->data;
+    r->paused_due_ms = 0;
+    if (!r->shutting_down && db_connected(&r->db))
+        release_paused(r);
+}
+
+/* Makes sure the paused sweep runs no later than delay_ms from now. */
+static void schedule_paused(struct runner *r, uint64_t delay_ms)
+{
+    uint64_t due = now_ms() + delay_ms + 5; /* a little late rather than early */
+    if (r->paused_due_ms && r->paused_due_ms <= due)
+        return;
+    r->paused_due_ms = due;
+    uv_timer_start(&r->paused_timer, paused_timer_cb, delay_ms + 5, 0);
+}
+
+/* ---- statistics and body GC (D-137..D-144) ---- */
+
+struct flush_ctx {
+    struct runner *r;
+    struct dispatch_delta dispatch;
+    struct stage_delta *stages;
+};
+
+static void flush_done(struct db *db, PGresult *res, void *arg)
+{
+    struct flush_ctx *fc = arg;
+    struct runner *r = fc->r;
+    r->flush_inflight = false;
+    if (res == NULL || pgerr_classify(db->conn, res) != PGERR_NONE) {
+        if (res)
+            log_warning(COMPONENT, "statistics flush failed: %s", pgerr_message(db->conn, res));
+        /* Best effort, but keep the figures for the next flush. */
+        dispatch_delta_add(&r->dstats, &fc->dispatch);
+        for (size_t i = 0; i < r->n_stages; i++)
+            stage_delta_add(&r->stages[i].delta, &fc->stages[i]);
+    }
+    if (res)
+        PQclear(res);
+    free(fc->stages);
+    free(fc);
+    if (r->shutting_down)
+        shutdown_progress(r);
+}
+
+/* Writes the deltas in one call; nothing when there are none (D-139). */
+static void stats_flush(struct runner *r)
+{
+    bool any = dispatch_delta_any(&r->dstats);
+    for (size_t i = 0; i < r->n_stages && !any; i++)
+        any = stage_delta_any(&r->stages[i].delta);
+    if (!any || r->flush_inflight || !db_connected(&r->db))
+        return;
+
+    json_t *arr = json_array();
+    json_t *disp = dispatch_delta_to_json(&r->dstats);
+    int rc = (arr && disp) ? 0 : -1;
+    for (size_t i = 0; i < r->n_stages && rc == 0; i++)
+        if (stage_delta_any(&r->stages[i].delta))
+            rc = stage_delta_to_json(r->stages[i].name, &r->stages[i].delta, arr);
+    char *stages_json = rc == 0 ? json_dumps(arr, JSON_COMPACT) : NULL;
+    char *disp_json = rc == 0 ? json_dumps(disp, JSON_COMPACT) : NULL;
+    json_decref(arr);
+    json_decref(disp);
+    if (stages_json == NULL || disp_json == NULL) {
+        log_error(COMPONENT, "cannot encode statistics");
+        free(stages_json);
+        free(disp_json);
+        return;
+    }
+
+    struct flush_ctx *fc = xcalloc(1, sizeof *fc);
+    fc->r = r;
+    fc->dispatch = r->dstats;
+    fc->stages = xcalloc(r->n_stages, sizeof *fc->stages);
+    memset(&r->dstats, 0, sizeof r->dstats);
+    for (size_t i = 0; i < r->n_stages; i++) {
+        fc->stages[i] = r->stages[i].delta;
+        memset(&r->stages[i].delta, 0, sizeof r->stages[i].delta);
+    }
+    char slot[16];
+    snprintf(slot, sizeof slot, "%d", r->conf->owner_slot);
+    const char *params[] = {slot, stages_json, disp_json};
+    r->flush_inflight = true;
+    r->last_flush_ms = now_ms();
+    r->traffic_since_flush = false;
+    db_query(&r->db, "select pepsi.stats_flush($1::int, $2::jsonb, $3::jsonb)", 3, params, 0,
+             flush_done, fc);
+    free(stages_json);
+    free(disp_json);
+}
+
+static void gc_done(struct db *db, PGresult *res, void *arg)
+{
+    struct runner *r = arg;
+    r->gc_inflight = false;
+    if (res == NULL)
+        return;
+    if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1) {
+        int n = atoi(PQgetvalue(res, 0, 0));
+        r->dstats.bodies_collected += n;
+        if (n > 0)
+            log_info(COMPONENT, "collected %d orphaned message bodies", n);
+    } else {
+        log_warning(COMPONENT, "body collection failed: %s", pgerr_message(db->conn, res));
+    }
+    PQclear(res);
+}
+
+static void stats_timer_cb(uv_timer_t *t)
+{
+    struct runner *r = t->data;
+    if (r->shutting_down || !db_connected(&r->db))
+        return;
+    stats_flush(r);
+    /* An idle queue orphans no bodies: collect only after traffic (D-143). */
+    if (r->traffic_since_gc && !r->gc_inflight) {
+        r->traffic_since_gc = false;
+        r->gc_inflight = true;
+        db_query(&r->db, "select pepsi.workqueue_body_gc()", 0, NULL, 0, gc_done, r);
+    }
+    char status[160];
+    snprintf(status, sizeof status, "STATUS=serving %zu stage(s), %d worker(s), %d message(s) in flight",
+             r->n_stages, total_workers(r), total_inflight(r));
+    sd_notify(0, status);
+}
+
+static void tick_cb(uv_timer_t *t)
+{
+    struct runner *r = t->data;
+    uint64_t now = now_ms();
+    for (size_t i = 0; i < r->n_stages; i++)
+        stage_tick(&r->stages[i], now);
+    /* The pipeline went idle: show the burst's figures now (D-138). */
+    if (!r->shutting_down && r->traffic_since_flush && total_inflight(r) == 0 &&
+        now >= r->last_flush_ms + IDLE_FLUSH_MIN_MS && db_connected(&r->db))
+        stats_flush(r);
+    if (r->shutting_down)
+        shutdown_progress(r);
+}
+
+/* ---- notifications and reconnects ---- */
+
+static void notify_cb(void *arg, const char *channel)
+{
+    struct runner *r = arg;
+    if (strcmp(channel, "workqueue") == 0) {
+        r->dstats.notifications++;
+        wake(r);
+    } else {
+        log_debug(COMPONENT, "ignoring notification on \"%s\"", channel);
+    }
+}
+
+static void reconnect_cb(uv_timer_t *t);
+
+static void schedule_reconnect(struct runner *r)
+{
+    if (r->stopped)
+        return;
+    uv_timer_start(&r->reconnect_timer, reconnect_cb, (uint64_t)r->reconnect_delay_ms, 0);
+    r->reconnect_delay_ms *= 2;
+    if (r->reconnect_delay_ms > RECONNECT_MAX_MS)
+        r->reconnect_delay_ms = RECONNECT_MAX_MS;
+}
+
+static void db_lost_cb(void *arg)
+{
+    struct runner *r = arg;
+    r->reconnect_delay_ms = RECONNECT_MIN_MS;
+    if (r->shutting_down) {
+        log_warning(COMPONENT, "lost the database during shutdown; the next start resets what is left running");
+        shutdown_progress(r);
+        return;
+    }
+    schedule_reconnect(r);
+}
+
+static void unclaim_done(struct db *db, PGresult *res, void *arg)
+{
+    struct runner *r = arg;
+    if (res == NULL)
+        return;
+    if (PQresultStatus(res) == PGRES_TUPLES_OK) {
+        log_notice(COMPONENT, "gave back %s message(s) of a claim whose answer was lost",
+                   PQgetvalue(res, 0, 0));
+        r->lost_claim[0] = '\0';
+    } else {
+        log_error(COMPONENT, "cannot give back a lost claim: %s", pgerr_message(db->conn, res));
+    }
+    PQclear(res);
+}
+
+/* Blocking set-up of a new coordinator connection after a loss: the lock
+ * first (another dispatcher may have taken the slot meanwhile), then
+ * LISTEN. Returns the connection or NULL. */
+static PGconn *reconnect_setup(struct runner *r, bool *lock_taken)
+{
+    *lock_taken = false;
+    PGconn *c = conn_open(r->conf->conninfo, 3000, "pepsi-runner", COMPONENT, NULL);
+    if (c == NULL)
+        return NULL;
+    int got = conn_try_dispatch_lock(c, r->conf->owner_slot);
+    if (got != 1) {
+        *lock_taken = got == 0;
+        PQfinish(c);
+        return NULL;
+    }
+    if (conn_exec(c, "listen workqueue", COMPONENT) != 0) {
+        PQfinish(c);
+        return NULL;
+    }
+    return c;
+}
+
+static void begin_shutdown(struct runner *r, int code, bool kill_now);
+
+static void reconnect_cb(uv_timer_t *t)
+{
+    struct runner *r = t->data;
+    bool lock_taken;
+    if (r->shutting_down)
+        return;
+    PGconn *c = reconnect_setup(r, &lock_taken);
+    if (c == NULL) {
+        if (lock_taken) {
+            uint64_t now = now_ms();
+            if (r->lock_lost_since_ms == 0)
+                r->lock_lost_since_ms = now;
+            if (now >= r->lock_lost_since_ms + (uint64_t)r->conf->lock_wait_ms) {
+                log_error(COMPONENT, "another dispatcher took owner slot %d while the connection was "
+                          "down; stopping this one", r->conf->owner_slot);
+                begin_shutdown(r, 1, true);
+                return;
+            }
+        }
+        schedule_reconnect(r);
+        return;
+    }
+    r->lock_lost_since_ms = 0;
+    if (db_attach(&r->db, c) != 0) {
+        schedule_reconnect(r);
+        return;
+    }
+    log_notice(COMPONENT, "reconnected to the database");
+    if (r->lost_claim[0]) {
+        const char *params[] = {r->lost_claim};
+        db_query(&r->db, "select pepsi.workqueue_unclaim($1::timestamptz)", 1, params, DB_UNGATED,
+                 unclaim_done, r);
+    }
+    db_open_gate(&r->db);
+    release_paused(r);
+    r->heartbeat_due = true;
+    wake(r); /* a reconnect is a wake-up (D-36) */
+}
+
+/* ---- shutdown (D-08) ---- */
+
+static void close_walk_cb(uv_handle_t *h, void *arg)
+{
+    (void)arg;
+    if (!uv_is_closing(h))
+        uv_close(h, NULL);
+}
+
+static bool stages_quiet(const struct runner *r)
+{
+    for (size_t i = 0; i < r->n_stages; i++)
+        if (!stage_quiet(&r->stages[i]))
+            return false;
+    return true;
+}
+
+/* Called as workers exit and queries finish: once every worker is gone
+ * and the writes are done, flush statistics and stop the loop. */
+static void shutdown_progress(struct runner *r)
+{
+    if (r->stopped)
+        return;
+    bool timed_out = now_ms() >= r->shutdown_deadline_ms;
+    if (!timed_out && (!stages_quiet(r) || r->claim_inflight))
+        return;
+    if (!timed_out && db_connected(&r->db)) {
+        if (!r->flush_inflight)
+            stats_flush(r);
+        if (!db_idle(&r->db))
+            return;
+    }
+    if (timed_out)
+        log_warning(COMPONENT, "shutdown took too long; stopping with %d worker(s) left", total_workers(r));
+    r->stopped = true;
+    for (size_t i = 0; i < r->n_stages; i++)
+        stage_stop(&r->stages[i], true);
+    db_shutdown(&r->db);
+    uv_stop(r->loop);
+}
+
+static void begin_shutdown(struct runner *r, int code, bool kill_now)
+{
+    if (!r->shutting_down) {
+        r->shutting_down = true;
+        r->env.shutting_down = true;
+        r->exit_code = code;
+        r->shutdown_deadline_ms = now_ms() + SHUTDOWN_LIMIT_MS;
+        sd_notify(0, "STOPPING=1");
+        log_info(COMPONENT, "shutting down: %d worker(s), %d message(s) in flight", total_workers(r),
+                 total_inflight(r));
+        uv_timer_stop(&r->heartbeat);
+        uv_timer_stop(&r->paused_timer);
+        uv_timer_stop(&r->reconnect_timer);
+    }
+    for (size_t i = 0; i < r->n_stages; i++)
+        stage_stop(&r->stages[i], kill_now);
+    shutdown_progress(r);
+}
+
+static void signal_cb(uv_signal_t *h, int signum)
+{
+    struct runner *r = h->data;
+    r->signals++;
+    log_info(COMPONENT, "received %s", strsignal(signum));
+    /* A second signal does not wait for workers to finish their message. */
+    begin_shutdown(r, r->exit_code, r->signals > 1);
+}
+
+/* ---- start-up ---- */
+
+/* Connect, check the schema (D-12), take the lock (D-14..D-17), and only
+ * then reset orphaned running rows (D-18) and LISTEN (D-29). Returns the
+ * connection, or NULL with *code set to the exit status. */
+static PGconn *startup_connect(struct runner *r, int *code)
+{
+    PGconn *c = conn_open(r->conf->conninfo, r->conf->connect_timeout_ms, "pepsi-runner", COMPONENT, NULL);
+    *code = 1;
+    if (c == NULL)
+        return NULL;
+    enum schema_verdict v = schema_verify(c, COMPONENT);
+    if (v != SCHEMA_CURRENT) {
+        *code = v == SCHEMA_ERROR ? 1 : 78;
+        PQfinish(c);
+        return NULL;
+    }
+    if (conn_wait_dispatch_lock(c, r->conf->owner_slot, r->conf->lock_wait_ms, COMPONENT) != 0) {
+        PQfinish(c);
+        return NULL;
+    }
+    PGresult *res = PQexec(c, "select pepsi.workqueue_reset_running()");
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        log_error(COMPONENT, "cannot reset running messages: %s", PQerrorMessage(c));
+        PQclear(res);
+        PQfinish(c);
+        return NULL;
+    }
+    int reset = atoi(PQgetvalue(res, 0, 0));
+    PQclear(res);
+    if (reset > 0)
+        log_notice(COMPONENT, "reset %d message(s) left running by an earlier dispatcher", reset);
+    if (conn_exec(c, "listen workqueue", COMPONENT) != 0) {
+        PQfinish(c);
+        return NULL;
+    }
+    *code = 0;
+    return c;
+}
+
+static void init_handles(struct runner *r)
+{
+    uv_idle_init(r->loop, &r->claim_idle);
+    uv_check_init(r->loop, &r->claim_check);
+    uv_timer_init(r->loop, &r->heartbeat);
+    uv_timer_init(r->loop, &r->stats_timer);
+    uv_timer_init(r->loop, &r->tick);
+    uv_timer_init(r->loop, &r->paused_timer);
+    uv_timer_init(r->loop, &r->reconnect_timer);
+    uv_signal_init(r->loop, &r->sigint);
+    uv_signal_init(r->loop, &r->sigterm);
+    r->claim_idle.data = r->claim_check.data = r->heartbeat.data = r->stats_timer.data = r;
+    r->tick.data = r->paused_timer.data = r->reconnect_timer.data = r;
+    r->sigint.data = r->sigterm.data = r;
+}
+
+static int start_handles(struct runner *r)
+{
+    uint64_t poll = (uint64_t)r->conf->poll_interval_ms, stats = (uint64_t)r->conf->stats_interval_ms;
+    int rc = uv_timer_start(&r->heartbeat, heartbeat_cb, poll, poll);
+    rc = rc ? rc : uv_timer_start(&r->stats_timer, stats_timer_cb, stats, stats);
+    rc = rc ? rc : uv_timer_start(&r->tick, tick_cb, TICK_MS, TICK_MS);
+    rc = rc ? rc : uv_signal_start(&r->sigint, signal_cb, SIGINT);
+    rc = rc ? rc : uv_signal_start(&r->sigterm, signal_cb, SIGTERM);
+    if (rc != 0)
+        log_error(COMPONENT, "cannot start the event loop's timers: %s", uv_strerror(rc));
+    return rc;
+}
+
+static void runner_init(struct runner *r, struct conf *conf, uv_loop_t *loop, const char *config_path,
+                        const char *self_dir)
+{
+    memset(r, 0, sizeof *r);
+    r->loop = loop;
+    r->conf = conf;
+    r->env.loop = loop;
+    r->env.config_file = conf->config_file;
+    r->env.config_path = config_path;
+    r->env.conninfo = conf->conninfo;
+    r->env.self_dir = self_dir;
+    r->env.cooldown_ms = conf->cooldown_ms;
+    r->env.dstats = &r->dstats;
+    r->env.ev = (struct pool_events){answered_cb, requeue_cb, strike_cb, wake, r};
+    r->n_stages = conf->n_stages;
+    r->stages = xcalloc(conf->n_stages ? conf->n_stages : 1, sizeof *r->stages);
+    for (size_t i = 0; i < conf->n_stages; i++)
+        stage_init(&r->stages[i], &conf->stages[i], &r->env);
+    db_init(&r->db, loop, (struct db_hooks){notify_cb, db_lost_cb, r});
+    init_handles(r);
+}
+
+static void runner_teardown(struct runner *r)
+{
+    uv_walk(r->loop, close_walk_cb, NULL);
+    while (uv_run(r->loop, UV_RUN_DEFAULT) != 0)
+        ;
+    for (size_t i = 0; i < r->n_stages; i++)
+        stage_free(&r->stages[i]);
+    free(r->stages);
+}
+
+int dispatch_serve(struct conf *conf, const char *config_path, const char *self_dir)
+{
+    uv_loop_t loop;
+    struct runner r;
+    int code;
+
+    if (conf->n_stages == 0) {
+        log_error(COMPONENT, "%s defines no [stage-*] section; nothing to run", conf->path);
+        return 1;
+    }
+    if (uv_loop_init(&loop) != 0) {
+        log_error(COMPONENT, "cannot create the event loop");
+        return 1;
+    }
+    signal(SIGPIPE, SIG_IGN); /* a dead worker's stdin must not kill the runner */
+    runner_init(&r, conf, &loop, config_path, self_dir);
+    PGconn *c = startup_connect(&r, &code);
+    if (c == NULL || db_attach(&r.db, c) != 0 || start_handles(&r) != 0) {
+        runner_teardown(&r);
+        uv_loop_close(&loop);
+        return c ? 1 : code;
+    }
+    db_open_gate(&r.db);
+    release_paused(&r);
+    r.heartbeat_due = true;
+    wake(&r); /* claim once at start-up */
+    log_info(COMPONENT, "serving %zu stage(s) as owner slot %d", conf->n_stages, conf->owner_slot);
+    sd_notifyf(0, "READY=1\nSTATUS=serving %zu stage(s)\nMAINPID=%lu", conf->n_stages,
+               (unsigned long)getpid());
+
+    uv_run(&loop, UV_RUN_DEFAULT);
+    code = r.exit_code;
+    runner_teardown(&r);
+    if (uv_loop_close(&loop) != 0)
+        log_warning(COMPONENT, "event loop closed with handles still open");
+    log_info(COMPONENT, "stopped");
+    return code;
+}

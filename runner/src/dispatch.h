@@ -1,0 +1,16 @@
+/* dispatch.h — `pepsi-runner serve`: the dispatcher. One libuv loop, one
+ * coordinator connection (LISTEN, claims, statistics), and a pool of
+ * workers per stage (pool.h). */
+#ifndef PEPSI_DISPATCH_H
+#define PEPSI_DISPATCH_H
+
+#include "conf.h"
+
+/* Runs the dispatcher until SIGINT/SIGTERM. config_path is the file conf
+ * was read from (passed to workers as PEPSI_CONFIG), self_dir the directory
+ * of the running binary. Returns the process exit status: 0 after a clean
+ * shutdown (D-09), 1 on errors such as a failed connection or a held lock
+ * (D-10), 78 when the schema is not the one this build expects (D-12). */
+int dispatch_serve(struct conf *conf, const char *config_path, const char *self_dir);
+
+#endif

@@ -1,0 +1,175 @@
+/* main.c — the pepsi-runner command line (D-01..D-07).
+ *
+ *   pepsi-runner [GLOBAL-OPTIONS] serve            the dispatcher
+ *   pepsi-runner [GLOBAL-OPTIONS] stage NAME worker a built-in stage's worker
+ *   pepsi-stage-NAME [GLOBAL-OPTIONS] worker       the same, through a link
+ *
+ * Global options come before the subcommand; a flag after it is rejected
+ * (exit 64). */
+#include "conf.h"
+#include "dispatch.h"
+#include "log.h"
+#include "schema.h"
+#include "stages/stages.h"
+#include "util.h"
+
+#include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define PEPSI_VERSION "0.1.0"
+
+struct options {
+    const char *config;      /* -c FILE, or NULL */
+    enum log_level level;
+    bool verbose;
+};
+
+static void usage(FILE *out, const char *prog)
+{
+    fprintf(out,
+            "usage: %s [GLOBAL-OPTIONS] serve\n"
+            "       %s [GLOBAL-OPTIONS] stage NAME worker\n"
+            "\n"
+            "Global options (before the subcommand):\n"
+            "  -c, --config FILE   read FILE instead of $PEPSI_CONFIG or /etc/pepsi/pepsi.conf\n"
+            "  -L, --log LEVEL     error, warning, notice, info (default) or debug\n"
+            "  -v, --verbose       show log messages from all sources (debug)\n"
+            "  -h, --help          print this summary and exit\n"
+            "  -V, --version       print the version and exit\n"
+            "\n"
+            "Commands:\n"
+            "  serve               run the dispatcher until SIGINT or SIGTERM\n"
+            "  stage NAME worker   run built-in stage NAME as a worker (%s)\n",
+            prog, prog, stages_builtin_names());
+}
+
+/* Parses the global options; returns the index of the subcommand, or -1
+ * after printing help/version (exit 0), or -2 on a usage error. */
+static int parse_globals(int argc, char **argv, struct options *o)
+{
+    static const struct option longs[] = {
+        {"config", required_argument, NULL, 'c'}, {"log", required_argument, NULL, 'L'},
+        {"verbose", no_argument, NULL, 'v'},      {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},      {NULL, 0, NULL, 0},
+    };
+    int ch;
+    opterr = 0;
+    /* "+": stop at the first non-option, so the subcommand ends the globals. */
+    while ((ch = getopt_long(argc, argv, "+c:L:vhV", longs, NULL)) != -1) {
+        switch (ch) {
+        case 'c':
+            o->config = optarg;
+            break;
+        case 'L':
+            if (log_parse_level(optarg, &o->level) != 0) {
+                fprintf(stderr, "%s: unknown log level \"%s\"\n", argv[0], optarg);
+                return -2;
+            }
+            break;
+        case 'v':
+            o->verbose = true;
+            break;
+        case 'h':
+            usage(stdout, argv[0]);
+            return -1;
+        case 'V':
+            printf("pepsi-runner %s (schema: %d sqitch changes)\n", PEPSI_VERSION, schema_build_changes());
+            return -1;
+        default:
+            fprintf(stderr, "%s: unknown or incomplete option \"%s\"\n", argv[0], argv[optind - 1]);
+            return -2;
+        }
+    }
+    return optind;
+}
+
+/* Any argument after the subcommand that looks like a flag is rejected (D-03). */
+static int reject_late_flags(int argc, char **argv, int from)
+{
+    for (int i = from; i < argc; i++) {
+        if (argv[i][0] == '-') {
+            fprintf(stderr, "%s: option \"%s\" must come before the subcommand\n", argv[0], argv[i]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* The directory of the running executable, for pepsi-stage-* built-ins. */
+static char *self_dir(void)
+{
+    char buf[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+    if (n <= 0)
+        return NULL;
+    buf[n] = '\0';
+    return xstrdup(dirname(buf));
+}
+
+static int run_serve(const struct options *o)
+{
+    struct conf conf;
+    char err[1024];
+    const char *path = o->config ? o->config : conf_default_path();
+    if (conf_load(path, &conf, err, sizeof err) != 0) {
+        log_error("config", "%s", err);
+        return 1; /* D-10: a malformed configuration file */
+    }
+    char *dir = self_dir();
+    int code = dispatch_serve(&conf, path, dir);
+    free(dir);
+    conf_free(&conf);
+    return code;
+}
+
+static int run_stage(const struct options *o, const char *name, int argc, char **argv, int at)
+{
+    if (at >= argc || strcmp(argv[at], "worker") != 0 || at + 1 != argc) {
+        fprintf(stderr, "%s: expected \"worker\" after the stage name\n", argv[0]);
+        return EXIT_USAGE;
+    }
+    return stages_run_worker(name, o->config);
+}
+
+int main(int argc, char **argv)
+{
+    struct options o = {NULL, PLOG_INFO, false};
+    const char *base = strrchr(argv[0], '/');
+    base = base ? base + 1 : argv[0];
+
+    int at = parse_globals(argc, argv, &o);
+    if (at == -1)
+        return 0;
+    if (at == -2) {
+        usage(stderr, argv[0]);
+        return EXIT_USAGE;
+    }
+    log_init(o.level, o.verbose);
+    if (reject_late_flags(argc, argv, at) != 0)
+        return EXIT_USAGE;
+
+    /* Multi-call: pepsi-stage-NAME is the built-in stage NAME. */
+    if (strncmp(base, "pepsi-stage-", 12) == 0)
+        return run_stage(&o, base + 12, argc, argv, at);
+    if (at >= argc) {
+        usage(stderr, argv[0]);
+        return EXIT_USAGE;
+    }
+    if (strcmp(argv[at], "serve") == 0) {
+        if (at + 1 != argc) {
+            fprintf(stderr, "%s: serve takes no arguments\n", argv[0]);
+            return EXIT_USAGE;
+        }
+        return run_serve(&o);
+    }
+    if (strcmp(argv[at], "stage") == 0 && at + 1 < argc)
+        return run_stage(&o, argv[at + 1], argc, argv, at + 2);
+    fprintf(stderr, "%s: unknown command \"%s\"\n", argv[0], argv[at]);
+    usage(stderr, argv[0]);
+    return EXIT_USAGE;
+}

@@ -1,0 +1,20 @@
+/* stages/discard.c — pepsi-stage-discard: drops the message (finishes it
+ * without passing it on), logging what was dropped at debug level. */
+#include "stages/stages.h"
+
+#include "log.h"
+
+static void discard_run(struct pepsi_worker *w, const struct pepsi_message *m, struct pepsi_outcome *out)
+{
+    log_debug(pepsi_worker_stage(w), "discarding message %lld from %s", (long long)m->id, m->sender_key);
+    out->kind = PEPSI_FINISH;
+}
+
+const struct pepsi_stage_def stage_discard = {
+    .program = "discard",
+    .loads_body = false,
+    .own_keys = NULL,
+    .setup = NULL,
+    .run = discard_run,
+    .teardown = NULL,
+};

@@ -1,0 +1,34 @@
+/* stages/stages.c — the table of built-in stages. */
+#include "stages/stages.h"
+
+#include "log.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const struct pepsi_stage_def *const builtins[] = {&stage_pass, &stage_exec, &stage_discard};
+
+const struct pepsi_stage_def *stages_find(const char *name)
+{
+    for (size_t i = 0; i < sizeof builtins / sizeof builtins[0]; i++)
+        if (strcmp(builtins[i]->program, name) == 0)
+            return builtins[i];
+    return NULL;
+}
+
+const char *stages_builtin_names(void)
+{
+    return "pass, exec, discard";
+}
+
+int stages_run_worker(const char *name, const char *config_path)
+{
+    const struct pepsi_stage_def *def = stages_find(name);
+    if (def == NULL) {
+        fprintf(stderr, "pepsi-runner: no built-in stage \"%s\" (there are: %s)\n", name,
+                stages_builtin_names());
+        return EXIT_USAGE;
+    }
+    return pepsi_worker_main(def, config_path);
+}

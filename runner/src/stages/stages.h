@@ -1,0 +1,23 @@
+/* stages/stages.h — the stages built into the pepsi-runner binary, run as
+ * `pepsi-stage-NAME worker` (a link to pepsi-runner) or
+ * `pepsi-runner stage NAME worker`. */
+#ifndef PEPSI_STAGES_H
+#define PEPSI_STAGES_H
+
+#include "worker/sdk.h"
+
+extern const struct pepsi_stage_def stage_pass;     /* advance to NEXT, or finish */
+extern const struct pepsi_stage_def stage_discard;  /* finish (drop) the message */
+extern const struct pepsi_stage_def stage_exec;     /* run COMMAND on the body */
+
+/* The built-in stage called name, or NULL. */
+const struct pepsi_stage_def *stages_find(const char *name);
+
+/* "pass, exec, discard": for usage messages. */
+const char *stages_builtin_names(void);
+
+/* Runs built-in stage name as a worker; returns the exit status (64 when
+ * there is no such stage). */
+int stages_run_worker(const char *name, const char *config_path);
+
+#endif
