@@ -15,6 +15,10 @@
 #define PROTO_MAX_LINE 65536          /* longer lines are a protocol error */
 #define PROTO_STAGE_NAME_MAX 63       /* as pepsi.stage_check() */
 
+/* Whether s[0..n) is a valid stage name, as pepsi.stage_check():
+ * ^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$. Shared by the config parser. */
+bool proto_stage_name_valid(const char *s, size_t n);
+
 /* One stage of a fused pass and the worker time it took. */
 struct proto_report_entry {
     char stage[PROTO_STAGE_NAME_MAX + 1];
