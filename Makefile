@@ -19,7 +19,7 @@ SYSCONFDIR ?= /etc
 UNITDIR  ?= /lib/systemd/system
 
 CC       ?= cc
-PKGS     := libpq libuv jansson inih libsystemd libcurl openssl
+PKGS     := libpq libuv jansson inih libsystemd libcurl openssl libmicrohttpd
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 
@@ -35,7 +35,7 @@ endif
 ALL_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(PKG_CFLAGS) -Irunner/src -I$(BUILD)
 
 SRC_MAIN := runner/src/main.c
-SRC_LIB  := $(filter-out $(SRC_MAIN),$(wildcard runner/src/*.c runner/src/worker/*.c runner/src/stages/*.c))
+SRC_LIB  := $(filter-out $(SRC_MAIN),$(wildcard runner/src/*.c runner/src/worker/*.c runner/src/stages/*.c runner/src/ingress/*.c))
 OBJ_LIB  := $(SRC_LIB:%.c=$(BUILD)/%.o)
 OBJ_MAIN := $(SRC_MAIN:%.c=$(BUILD)/%.o)
 TESTS    := $(patsubst runner/tests/%.c,$(BUILD)/tests/%,$(wildcard runner/tests/test_*.c))

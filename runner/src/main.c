@@ -1,6 +1,7 @@
 /* main.c — the pepsi-runner command line (D-01..D-07).
  *
  *   pepsi-runner [GLOBAL-OPTIONS] serve            the dispatcher
+ *   pepsi-runner [GLOBAL-OPTIONS] ingress          the webhook endpoint
  *   pepsi-runner [GLOBAL-OPTIONS] stage NAME worker a built-in stage's worker
  *   pepsi-stage-NAME [GLOBAL-OPTIONS] worker       the same, through a link
  *
@@ -8,6 +9,7 @@
  * (exit 64). */
 #include "conf.h"
 #include "dispatch.h"
+#include "ingress/ingress.h"
 #include "log.h"
 #include "schema.h"
 #include "stages/stages.h"
@@ -33,6 +35,7 @@ static void usage(FILE *out, const char *prog)
 {
     fprintf(out,
             "usage: %s [GLOBAL-OPTIONS] serve\n"
+            "       %s [GLOBAL-OPTIONS] ingress\n"
             "       %s [GLOBAL-OPTIONS] stage NAME worker\n"
             "\n"
             "Global options (before the subcommand):\n"
@@ -44,8 +47,9 @@ static void usage(FILE *out, const char *prog)
             "\n"
             "Commands:\n"
             "  serve               run the dispatcher until SIGINT or SIGTERM\n"
+            "  ingress             run the webhook endpoint until SIGINT or SIGTERM\n"
             "  stage NAME worker   run built-in stage NAME as a worker (%s)\n",
-            prog, prog, stages_builtin_names());
+            prog, prog, prog, stages_builtin_names());
 }
 
 /* Parses the global options; returns the index of the subcommand, or -1
@@ -111,7 +115,9 @@ static char *self_dir(void)
     return xstrdup(dirname(buf));
 }
 
-static int run_serve(const struct options *o)
+enum daemon { DAEMON_SERVE, DAEMON_INGRESS };
+
+static int run_daemon(const struct options *o, enum daemon which)
 {
     struct conf conf;
     char err[1024];
@@ -120,9 +126,14 @@ static int run_serve(const struct options *o)
         log_error("config", "%s", err);
         return 1; /* D-10: a malformed configuration file */
     }
-    char *dir = self_dir();
-    int code = dispatch_serve(&conf, path, dir);
-    free(dir);
+    int code;
+    if (which == DAEMON_INGRESS) {
+        code = ingress_serve(&conf, path);
+    } else {
+        char *dir = self_dir();
+        code = dispatch_serve(&conf, path, dir);
+        free(dir);
+    }
     conf_free(&conf);
     return code;
 }
@@ -160,12 +171,12 @@ int main(int argc, char **argv)
         usage(stderr, argv[0]);
         return EXIT_USAGE;
     }
-    if (strcmp(argv[at], "serve") == 0) {
+    if (strcmp(argv[at], "serve") == 0 || strcmp(argv[at], "ingress") == 0) {
         if (at + 1 != argc) {
-            fprintf(stderr, "%s: serve takes no arguments\n", argv[0]);
+            fprintf(stderr, "%s: %s takes no arguments\n", argv[0], argv[at]);
             return EXIT_USAGE;
         }
-        return run_serve(&o);
+        return run_daemon(&o, strcmp(argv[at], "serve") == 0 ? DAEMON_SERVE : DAEMON_INGRESS);
     }
     if (strcmp(argv[at], "stage") == 0 && at + 1 < argc)
         return run_stage(&o, argv[at + 1], argc, argv, at + 2);
