@@ -4,7 +4,7 @@
 --   pepsi_runner   the dispatcher: claims, requeues, strikes, statistics
 --   pepsi_worker   stage programs: load messages, commit their results
 --   pepsi_ingress  webhook ingress and applications: inject messages
---   pepsi_reader   DBAs and dashboards: the views only
+--   pepsi_reader   DBAs and dashboards: the views and the statistics tables
 -- Roles are cluster-wide while the schema lives in one database, so a
 -- second database in the same cluster finds them already there; that is
 -- the one place where deploy tolerates an existing object.

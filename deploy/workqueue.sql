@@ -115,7 +115,7 @@ as $$
 --   4. from:<domain>    a message pepsi generated itself: the envelope
 --                       sender's domain (D-46); 'from:' when there is none
     select case
-        when p_origin_user is not null then 'user:' || p_origin_user
+        when nullif(p_origin_user, '') is not null then 'user:' || p_origin_user
         when p_origin_addr is not null then 'ip:' || pepsi.peer_key_of(p_origin_addr)
         when p_envelope_sender = '' then 'null:' || coalesce(pepsi.domain_of(p_recipients[1]), '')
         else 'from:' || coalesce(pepsi.domain_of(p_envelope_sender), '')

@@ -24,7 +24,8 @@ as $$
 -- p_now is stored as claimed_at; the dispatcher passes its own clock so
 -- that pepsi.workqueue_unclaim(p_now) can give back a claim whose answer
 -- it lost.
--- Raises PX003 when the arrays differ in length or a cap is NULL or < 0.
+-- Raises PX003 when the arrays differ in length, a cap is NULL or < 0, a
+-- stage is listed twice, or p_now is NULL.
 -- Tables: workqueue (update).
 #variable_conflict use_column
 begin
@@ -35,6 +36,13 @@ begin
     end if;
     if exists (select 1 from unnest(p_caps) c where c is null or c < 0) then
         raise exception 'caps must be zero or more' using errcode = 'PX003';
+    end if;
+    if p_now is null then
+        raise exception 'p_now must not be null' using errcode = 'PX003';
+    end if;
+    if cardinality(p_stages) > 1
+       and (select count(distinct s) from unnest(p_stages) s) <> cardinality(p_stages) then
+        raise exception 'a stage is listed twice' using errcode = 'PX003';
     end if;
 
     if p_release_paused then

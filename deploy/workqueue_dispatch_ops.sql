@@ -86,7 +86,7 @@ as $$
              where w.status = 'paused' and w.timeout > p_now)
 $$;
 
-create function pepsi.workqueue_defer(p_ids bigint[], p_until timestamptz, p_reason text)
+create function pepsi.workqueue_defer(p_ids bigint[], p_stages text[], p_until timestamptz, p_reason text)
 returns int
 language plpgsql
 security definer
@@ -94,8 +94,11 @@ set search_path = pg_catalog, pepsi, pg_temp
 as $$
 -- Pauses running rows until p_until without blaming them: the worker lost
 -- its database connection (status 74, D-100); the paused sweep returns
--- them to the same stage. state.last_error keeps p_reason. Returns how
--- many rows moved. Raises PX003 when p_until is NULL.
+-- them to the same stage. p_stages[i] is the stage p_ids[i] ran at: a row
+-- whose advance committed just before the connection dropped, and that is
+-- now running at its next stage, is left alone. state.last_error keeps
+-- p_reason. Returns how many rows moved.
+-- Raises PX003 (no time, arrays of different lengths).
 -- Tables: workqueue (update).
 declare
     v_count int;
@@ -103,10 +106,14 @@ begin
     if p_until is null then
         raise exception 'a deferral needs a time to resume' using errcode = 'PX003';
     end if;
+    if cardinality(p_ids) is distinct from cardinality(p_stages) then
+        raise exception 'ids and stages differ in length' using errcode = 'PX003';
+    end if;
     update pepsi.workqueue w
        set status = 'paused', timeout = p_until,
            state = w.state || jsonb_build_object('last_error', coalesce(p_reason, 'deferred'))
-     where w.workqueue_id = any(p_ids) and w.status = 'running';
+      from unnest(p_ids, p_stages) as r(id, stage)
+     where w.workqueue_id = r.id and w.stage = r.stage and w.status = 'running';
     get diagnostics v_count = row_count;
     return v_count;
 end
@@ -129,6 +136,9 @@ as $$
 declare
     v_status pepsi.workqueue_status;
 begin
+    if p_now is null then
+        raise exception 'p_now must not be null' using errcode = 'PX003';
+    end if;
     if p_kind is null or p_kind not in ('crash', 'hang') then
         raise exception 'unknown strike kind "%"', coalesce(p_kind, '<null>')
             using errcode = 'PX003', hint = 'Use crash or hang.';
@@ -162,13 +172,13 @@ revoke all on function pepsi.workqueue_requeue(bigint[], text[]) from public;
 revoke all on function pepsi.workqueue_unclaim(timestamptz) from public;
 revoke all on function pepsi.workqueue_reset_running() from public;
 revoke all on function pepsi.workqueue_release_paused(timestamptz) from public;
-revoke all on function pepsi.workqueue_defer(bigint[], timestamptz, text) from public;
+revoke all on function pepsi.workqueue_defer(bigint[], text[], timestamptz, text) from public;
 revoke all on function pepsi.workqueue_strike(bigint, text, text, text, timestamptz) from public;
 grant execute on function pepsi.workqueue_requeue(bigint[], text[]) to pepsi_runner;
 grant execute on function pepsi.workqueue_unclaim(timestamptz) to pepsi_runner;
 grant execute on function pepsi.workqueue_reset_running() to pepsi_runner;
 grant execute on function pepsi.workqueue_release_paused(timestamptz) to pepsi_runner;
-grant execute on function pepsi.workqueue_defer(bigint[], timestamptz, text) to pepsi_runner;
+grant execute on function pepsi.workqueue_defer(bigint[], text[], timestamptz, text) to pepsi_runner;
 grant execute on function pepsi.workqueue_strike(bigint, text, text, text, timestamptz) to pepsi_runner;
 
 commit;

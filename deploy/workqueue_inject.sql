@@ -87,11 +87,15 @@ begin
      where jsonb_typeof(e.m) <> 'object'
         or (e.m ? 'state' and jsonb_typeof(e.m->'state') <> 'object')
         or (e.m ? 'recipients' and jsonb_typeof(e.m->'recipients') <> 'array')
+        or exists (select 1 from jsonb_object_keys(case when jsonb_typeof(e.m) = 'object' then e.m else '{}' end) k
+                    where k not in ('stage', 'body', 'body_base64', 'headers', 'envelope_sender',
+                                    'recipients', 'origin_user', 'origin_addr', 'state', 'tube',
+                                    'subject', 'header_from'))
      limit 1;
     if found then
         raise exception 'message % of the batch is malformed', v_bad
             using errcode = 'PX003',
-                  detail = 'Each element must be an object; state an object; recipients an array.';
+                  detail = 'Each element must be an object with known keys; state an object; recipients an array.';
     end if;
     perform pepsi.stage_check(m->>'stage'), pepsi.tube_check(coalesce(m->>'tube', 'default'))
        from jsonb_array_elements(p_messages) m;

@@ -30,6 +30,21 @@ begin
 end
 $$;
 
+create function pepsi.state_patch_check(p_state jsonb)
+returns jsonb
+language plpgsql immutable
+set search_path = pg_catalog, pg_temp
+as $$
+-- Returns p_state when it is NULL or a JSON object (keys to merge into a
+-- message's state), else raises PX003.
+begin
+    if p_state is not null and jsonb_typeof(p_state) <> 'object' then
+        raise exception 'state must be a JSON object, not %', jsonb_typeof(p_state) using errcode = 'PX003';
+    end if;
+    return p_state;
+end
+$$;
+
 create function pepsi.workqueue_advance(p_id bigint, p_stage text, p_next_stage text,
                                         p_state jsonb default null)
 returns void
@@ -41,10 +56,11 @@ as $$
 -- UPDATE and without NOTIFY (D-34, D-74): the worker's status line brings
 -- the dispatcher to its next claim anyway. p_state keys are merged into
 -- state. Strikes count per stage, so state.strikes is cleared.
--- Raises PX001 (bad next stage), PX004/PX005 (see workqueue_refuse).
+-- Raises PX001 (bad next stage), PX003 (p_state not an object),
+-- PX004/PX005 (see workqueue_refuse).
 -- Tables: workqueue (update).
 begin
-    perform pepsi.stage_check(p_next_stage);
+    perform pepsi.stage_check(p_next_stage), pepsi.state_patch_check(p_state);
     update pepsi.workqueue w
        set stage = p_next_stage, status = 'pending',
            state = (w.state || coalesce(p_state, '{}')) - 'strikes'
@@ -83,11 +99,13 @@ as $$
 -- Parks a running message at its stage until p_until (D-92); the
 -- dispatcher's paused sweep makes it pending again then. p_reason, when
 -- given, is kept as state.pause_reason; p_state keys are merged.
--- Raises PX003 (no time), PX004/PX005. Tables: workqueue (update).
+-- Raises PX003 (no time, p_state not an object), PX004/PX005.
+-- Tables: workqueue (update).
 begin
     if p_until is null then
         raise exception 'a pause needs a time to resume' using errcode = 'PX003';
     end if;
+    perform pepsi.state_patch_check(p_state);
     update pepsi.workqueue w
        set status = 'paused', timeout = p_until,
            state = w.state || coalesce(p_state, '{}')
@@ -128,9 +146,10 @@ as $$
 -- Leaves a running message failed (terminal, D-75) with state.last_error,
 -- state.failed_stage and state.failure_class (D-111). The worker then
 -- reports a non-zero status (D-79).
--- Raises PX007 (unknown class), PX004/PX005. Tables: workqueue (update).
+-- Raises PX007 (unknown class), PX003 (p_state not an object), PX004/PX005.
+-- Tables: workqueue (update).
 begin
-    perform pepsi.failure_class_check(p_class);
+    perform pepsi.failure_class_check(p_class), pepsi.state_patch_check(p_state);
     update pepsi.workqueue w
        set status = 'failed', timeout = null,
            state = w.state || coalesce(p_state, '{}')

@@ -164,7 +164,7 @@ select ok(has_function_privilege('pepsi_runner', 'pepsi.workqueue_reset_running(
           'D-18: pepsi_runner can execute workqueue_reset_running');
 select ok(has_function_privilege('pepsi_runner', 'pepsi.workqueue_release_paused(timestamptz)', 'execute'),
           'D-93: pepsi_runner can execute workqueue_release_paused');
-select ok(has_function_privilege('pepsi_runner', 'pepsi.workqueue_defer(bigint[], timestamptz, text)', 'execute'),
+select ok(has_function_privilege('pepsi_runner', 'pepsi.workqueue_defer(bigint[], text[], timestamptz, text)', 'execute'),
           'D-100: pepsi_runner can execute workqueue_defer');
 select ok(has_function_privilege('pepsi_runner', 'pepsi.workqueue_strike(bigint, text, text, text, timestamptz)', 'execute'),
           'D-81: pepsi_runner can execute workqueue_strike');

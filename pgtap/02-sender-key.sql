@@ -3,7 +3,7 @@
 -- tube_check PX006) and the table's CHECK constraints.
 
 begin;
-select plan(87);
+select plan(88);
 
 -- Helpers: inject one message and return its sender_key. plpgsql, so that
 -- the select runs after the insert with a snapshot that sees it.
@@ -194,6 +194,9 @@ select throws_ok($$insert into pepsi.workqueue (stage, status) values ('a', 'don
                  'status is an enum: an unknown status is rejected');
 select lives_ok($$insert into pepsi.workqueue (stage, status, timeout) values ('a', 'paused', now())$$,
                 'a paused row with a timeout is accepted');
+
+select is(pepsi.sender_key_of('', null, 'a@Example.org', '{}'), 'from:example.org',
+          'D-44: an empty origin user is no authenticated user');
 
 select * from finish();
 rollback;

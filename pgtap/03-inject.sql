@@ -1,7 +1,7 @@
 -- workqueue_inject and workqueue_inject_batch (D-30, D-32, D-33, D-43).
 
 begin;
-select plan(66);
+select plan(67);
 
 select has_function('pepsi', 'workqueue_inject',
                     array['text', 'bytea', 'text', 'text', 'text[]', 'text', 'inet', 'jsonb', 'text', 'text', 'text', 'timestamp with time zone'],
@@ -190,6 +190,9 @@ select is((select count(*) from pepsi.workqueue), :rows2::bigint, 'a rejected ba
 select is((select count(*) from pepsi.workqueue_body), :bodies2::bigint, 'a rejected batch stored no body');
 select is((select count(*) from pepsi.workqueue where stage = 'ok'), 0::bigint,
           'a rejected batch queued none of its good elements either');
+
+select throws_ok($$select pepsi.workqueue_inject_batch('[{"stage": "a", "recipient": ["x@example.com"]}]')$$, 'PX003', null,
+                 'PX003: a batch element with an unknown key (a typo of recipients) is refused');
 
 select * from finish();
 rollback;

@@ -2,7 +2,7 @@
 -- workqueue_unclaim. The clock is moved through p_now, never slept.
 
 begin;
-select plan(47);
+select plan(49);
 
 select has_function('pepsi', 'workqueue_claim', array['text[]', 'integer[]', 'timestamp with time zone', 'boolean'],
                     'workqueue_claim(stages, caps, now, release_paused) exists');
@@ -183,6 +183,12 @@ select is(pepsi.workqueue_unclaim('2026-03-01 14:00:00+00'), 0,
           'unclaim of an old claim does not touch a row claimed again since (new claimed_at)');
 select is((select status::text from pepsi.workqueue where workqueue_id = :u_again), 'running',
           'the row claimed again stays running');
+
+-- argument checks added after review
+select throws_ok($$select * from pepsi.workqueue_claim('{a,a}', '{1,1}')$$, 'PX003', null,
+                 'PX003: a stage listed twice is refused (its caps would not add up)');
+select throws_ok($$select * from pepsi.workqueue_claim('{a}', '{1}', null)$$, 'PX003', null,
+                 'PX003: a NULL p_now is refused (claimed_at identifies a claim)');
 
 select * from finish();
 rollback;

@@ -3,7 +3,7 @@
 -- that keeps a message from being completed twice (PX004, PX005).
 
 begin;
-select plan(72);
+select plan(75);
 
 -- A message running at p_stage, as the dispatcher leaves it after a claim.
 create function pg_temp.running(p_stage text, p_state jsonb default '{}')
@@ -223,6 +223,16 @@ select throws_ok(format($$select pepsi.workqueue_fail(%s, 'j', 'r', 'permanent',
                  'fail with a p_state number is refused');
 select row_eq(format('select stage, status::text, state from pepsi.workqueue where workqueue_id = %s', :js),
               row('j'::text, 'running'::text, '{}'::jsonb), 'the row is unchanged by the refused results');
+
+-- p_state must be an object
+select pepsi.workqueue_inject('st') as st_id \gset
+update pepsi.workqueue set status = 'running' where workqueue_id = :st_id;
+select throws_ok(format($$select pepsi.workqueue_advance(%s, 'st', 'next', '[1]')$$, :st_id), 'PX003', null,
+                 'PX003: advance with a state patch that is not an object');
+select throws_ok(format($$select pepsi.workqueue_pause(%s, 'st', now(), null, '"x"')$$, :st_id), 'PX003', null,
+                 'PX003: pause with a state patch that is not an object');
+select throws_ok(format($$select pepsi.workqueue_fail(%s, 'st', 'r', 'permanent', '3')$$, :st_id), 'PX003', null,
+                 'PX003: fail with a state patch that is not an object');
 
 select * from finish();
 rollback;

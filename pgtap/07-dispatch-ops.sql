@@ -4,7 +4,7 @@
 -- workqueue_strike (D-81..D-88).
 
 begin;
-select plan(75);
+select plan(77);
 
 create function pg_temp.running(p_stage text, p_state jsonb default '{}')
 returns bigint language plpgsql as $$
@@ -19,7 +19,7 @@ end $$;
 select has_function('pepsi', 'workqueue_requeue', array['bigint[]', 'text[]'], 'workqueue_requeue exists');
 select has_function('pepsi', 'workqueue_reset_running', array[]::text[], 'workqueue_reset_running exists');
 select has_function('pepsi', 'workqueue_release_paused', array['timestamp with time zone'], 'workqueue_release_paused exists');
-select has_function('pepsi', 'workqueue_defer', array['bigint[]', 'timestamp with time zone', 'text'], 'workqueue_defer exists');
+select has_function('pepsi', 'workqueue_defer', array['bigint[]', 'text[]', 'timestamp with time zone', 'text'], 'workqueue_defer exists');
 select has_function('pepsi', 'workqueue_strike', array['bigint', 'text', 'text', 'text', 'timestamp with time zone'], 'workqueue_strike exists');
 select function_returns('pepsi', 'workqueue_strike', array['bigint', 'text', 'text', 'text', 'timestamp with time zone'],
                         'pepsi.workqueue_status', 'workqueue_strike returns the new status');
@@ -125,7 +125,7 @@ select is((select count(*) from pepsi.workqueue_release_paused()), 1::bigint,
 select pg_temp.running('d', '{"k": 1, "strikes": 1}') as df1 \gset
 select pg_temp.running('d2') as df2 \gset
 select pepsi.workqueue_inject('d') as df_pending \gset
-select is(pepsi.workqueue_defer(array[:df1, :df2, :df_pending]::bigint[], '2026-06-01 11:00:30+00', 'lost connection'), 2,
+select is(pepsi.workqueue_defer(array[:df1, :df2, :df_pending]::bigint[], '{d,d2,d}', '2026-06-01 11:00:30+00', 'lost connection'), 2,
           'D-100: defer returns how many running rows it paused');
 select results_eq(format('select stage, status::text, timeout from pepsi.workqueue where workqueue_id in (%s, %s) order by workqueue_id', :df1, :df2),
                   $$values ('d', 'paused', '2026-06-01 11:00:30+00'::timestamptz), ('d2', 'paused', '2026-06-01 11:00:30+00'::timestamptz)$$,
@@ -135,15 +135,19 @@ select is((select state from pepsi.workqueue where workqueue_id = :df1), '{"k": 
 select is((select status::text from pepsi.workqueue where workqueue_id = :df_pending), 'pending',
           'defer skips a row that is not running');
 select pg_temp.running('d') as df3 \gset
-select is(pepsi.workqueue_defer(array[:df3]::bigint[], '2026-06-01 11:00:30+00', null), 1, 'defer without a reason');
+select is(pepsi.workqueue_defer(array[:df3]::bigint[], '{d}', '2026-06-01 11:00:30+00', null), 1, 'defer without a reason');
 select is((select state->>'last_error' from pepsi.workqueue where workqueue_id = :df3), 'deferred',
           'defer without a reason records last_error "deferred"');
 select pg_temp.running('d') as df4 \gset
-select throws_ok(format($$select pepsi.workqueue_defer(array[%s]::bigint[], null, 'x')$$, :df4), 'PX003', null,
+select throws_ok(format($$select pepsi.workqueue_defer(array[%s]::bigint[], '{d}', null, 'x')$$, :df4), 'PX003', null,
                  'PX003: defer without a time to resume');
+select throws_ok(format($$select pepsi.workqueue_defer(array[%s]::bigint[], '{d,d}', now(), 'x')$$, :df4), 'PX003', null,
+                 'PX003: defer with ids and stages of different lengths');
+select is(pepsi.workqueue_defer(array[:df4]::bigint[], '{elsewhere}', now() + interval '1 minute', 'x'), 0,
+          'D-100: defer leaves a row that has moved on to another stage alone');
 select is((select status::text from pepsi.workqueue where workqueue_id = :df4), 'running', 'a refused defer leaves the row running');
-select is(pepsi.workqueue_defer('{}', now(), 'x'), 0, 'defer of no ids returns 0');
-select is(pepsi.workqueue_defer(null, now(), 'x'), 0, 'defer of NULL ids returns 0');
+select is(pepsi.workqueue_defer('{}', '{}', now(), 'x'), 0, 'defer of no ids returns 0');
+select is(pepsi.workqueue_defer(null, null, now(), 'x'), 0, 'defer of NULL ids returns 0');
 select row_eq($$select released from pepsi.workqueue_release_paused('2026-06-01 11:00:30+00')$$, row(3),
               'D-100: the paused sweep returns deferred rows when they are due');
 select results_eq(format('select stage, status::text from pepsi.workqueue where workqueue_id in (%s, %s, %s) order by workqueue_id', :df1, :df2, :df3),

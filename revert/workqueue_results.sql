@@ -8,5 +8,6 @@ drop function pepsi.workqueue_pause(bigint, text, timestamptz, text, jsonb);
 drop function pepsi.workqueue_finish(bigint, text);
 drop function pepsi.workqueue_advance(bigint, text, text, jsonb);
 drop function pepsi.workqueue_refuse(bigint, text);
+drop function pepsi.state_patch_check(jsonb);
 
 commit;

@@ -6,7 +6,7 @@ select pg_catalog.has_function_privilege('pepsi_runner', 'pepsi.workqueue_requeu
 select pg_catalog.has_function_privilege('pepsi_runner', 'pepsi.workqueue_unclaim(timestamptz)', 'execute');
 select pg_catalog.has_function_privilege('pepsi_runner', 'pepsi.workqueue_reset_running()', 'execute');
 select pg_catalog.has_function_privilege('pepsi_runner', 'pepsi.workqueue_release_paused(timestamptz)', 'execute');
-select pg_catalog.has_function_privilege('pepsi_runner', 'pepsi.workqueue_defer(bigint[], timestamptz, text)', 'execute');
+select pg_catalog.has_function_privilege('pepsi_runner', 'pepsi.workqueue_defer(bigint[], text[], timestamptz, text)', 'execute');
 select pg_catalog.has_function_privilege('pepsi_runner', 'pepsi.workqueue_strike(bigint, text, text, text, timestamptz)', 'execute');
 
 rollback;

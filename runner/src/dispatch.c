@@ -248,11 +248,13 @@ static void defer_lost_connection(struct runner *r, struct stage *s, int64_t id)
     snprintf(until, sizeof until, "%d milliseconds", DEFER_74_MS);
     log_warning(COMPONENT, "stage %s lost its database connection on message %lld; deferring it %d s",
                 s->name, (long long)id, DEFER_74_MS / 1000);
-    const char *params[] = {idtext, until};
+    char stage[80];
+    snprintf(stage, sizeof stage, "{\"%s\"}", s->name);
+    const char *params[] = {idtext, stage, until};
     db_query(&r->db,
-             "select pepsi.workqueue_defer($1::bigint[], now() + $2::interval,"
+             "select pepsi.workqueue_defer($1::bigint[], $2::text[], now() + $3::interval,"
              " 'worker lost its database connection')",
-             2, params, DB_RESEND, defer_done, r);
+             3, params, DB_RESEND, defer_done, r);
 }
 
 /* Status 75: database overload. Requeue, and halve the parallelism of the
