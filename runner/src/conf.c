@@ -141,6 +141,9 @@ static const char expect_stage[] =
     "expected a stage name (1 to 63 characters of A-Z, a-z, 0-9, '_', '.', '-', "
     "starting with a letter or digit)";
 
+/* Where overlay rows come from, in messages; their "line" is -1. */
+#define OVERLAY_NAME "pepsi.config_override"
+
 /* The state of one parse. Lines seen per key (0: not yet) find repeated
  * keys and name the line of NEXT and BOUNCE_STAGE in late checks. */
 struct parser {
@@ -173,8 +176,9 @@ static void set_error_v(struct parser *p, int line, const char *fmt, va_list ap)
     p->err_line = line;
     if (!p->err || p->errlen == 0)
         return;
-    int n = line > 0 ? snprintf(p->err, p->errlen, "%s:%d: ", p->name, line)
-                     : snprintf(p->err, p->errlen, "%s: ", p->name);
+    int n = line > 0   ? snprintf(p->err, p->errlen, "%s:%d: ", p->name, line)
+            : line < 0 ? snprintf(p->err, p->errlen, "%s: ", OVERLAY_NAME)
+                       : snprintf(p->err, p->errlen, "%s: ", p->name);
     if (n >= 0 && (size_t)n < p->errlen)
         vsnprintf(p->err + n, p->errlen - (size_t)n, fmt, ap);
 }
@@ -860,6 +864,139 @@ static void check_stages(struct parser *p)
     }
 }
 
+/* ---- the database overlay (D-117) ---- */
+
+static void remove_stage(struct parser *p, size_t i)
+{
+    struct conf *c = p->c;
+    struct stage_conf *s = &c->stages[i];
+    free(s->name);
+    free(s->program);
+    free(s->bounce_stage);
+    free(s->next);
+    for (size_t k = 0; k < s->n_own; k++) {
+        free(s->own[k].key);
+        free(s->own[k].value);
+    }
+    free(s->own);
+    memmove(&c->stages[i], &c->stages[i + 1], (c->n_stages - i - 1) * sizeof c->stages[0]);
+    memmove(&p->stage_key_line[i], &p->stage_key_line[i + 1],
+            (c->n_stages - i - 1) * sizeof p->stage_key_line[0]);
+    c->n_stages--;
+}
+
+/* Removes an own key of the current stage, if it has it. */
+static void own_unset(struct stage_conf *s, const char *key)
+{
+    for (size_t k = 0; k < s->n_own; k++) {
+        if (strcmp(s->own[k].key, key) != 0)
+            continue;
+        free(s->own[k].key);
+        free(s->own[k].value);
+        memmove(&s->own[k], &s->own[k + 1], (s->n_own - k - 1) * sizeof s->own[0]);
+        s->n_own--;
+        return;
+    }
+}
+
+/* Sets (or replaces) an own key of the current stage. */
+static int own_set(struct parser *p, struct stage_conf *s, const char *key, const char *value)
+{
+    own_unset(s, key);
+    p->lineno = -1;
+    return kv_add(p, &s->own, &s->n_own, key, value);
+}
+
+/* A common key back to its default (PROGRAM has none: the section then
+ * fails the PROGRAM check). */
+static int common_unset(struct parser *p, const struct key_def *k, struct stage_conf *s)
+{
+    char why[256];
+    if (k->def == NULL) {
+        char **field = (char **)(void *)((char *)s + k->off);
+        free(*field);
+        *field = NULL;
+        return 0;
+    }
+    int rc = key_store(k, s, k->def, why, sizeof why);
+    if (rc == -2)
+        fail_oom(p);
+    return rc < 0 ? -1 : 0;
+}
+
+static int common_set(struct parser *p, const struct key_def *k, struct stage_conf *s,
+                      const char *value)
+{
+    char why[320];
+    p->stage_key_line[p->stage][k - keys] = -1;
+    int rc = key_store(k, s, value, why, sizeof why);
+    if (rc == -2)
+        fail_oom(p);
+    else if (rc < 0)
+        fail(p, -1, "key \"%s\" in [%s]: %s", k->name, p->section, why);
+    return rc < 0 ? -1 : 0;
+}
+
+/* Finds or creates the stage of an overlay row and makes it current. */
+static struct stage_conf *overlay_stage(struct parser *p, const char *name)
+{
+    p->kind = SK_STAGE;
+    snprintf(p->section, sizeof p->section, "stage-%s", name);
+    for (size_t i = 0; i < p->c->n_stages; i++) {
+        if (strcmp(p->c->stages[i].name, name) == 0) {
+            p->stage = i;
+            return &p->c->stages[i];
+        }
+    }
+    p->lineno = -1;
+    return begin_stage(p, name) == 0 ? cur_stage(p) : NULL;
+}
+
+static int overlay_row(struct parser *p, const struct conf_override *o)
+{
+    if (!o->section || strncmp(o->section, "stage-", 6) != 0 || !stage_name_ok(o->section + 6)) {
+        fail(p, -1, "section [%s]: only [stage-NAME] sections can be overridden",
+             o->section ? o->section : "");
+        return -1;
+    }
+    const char *name = o->section + 6;
+    if (o->key && strcmp(o->key, "*") == 0 && o->value == NULL) {
+        for (size_t i = 0; i < p->c->n_stages; i++)
+            if (strcmp(p->c->stages[i].name, name) == 0) {
+                remove_stage(p, i);
+                break;
+            }
+        return 0;
+    }
+    if (!o->key || !key_name_ok(o->key)) {
+        fail(p, -1, "key \"%s\" in [%s]: keys are upper case (A-Z, 0-9, '_', starting with a letter)",
+             o->key ? o->key : "", o->section);
+        return -1;
+    }
+    struct stage_conf *s = overlay_stage(p, name);
+    if (s == NULL)
+        return -1;
+    const struct key_def *k = key_find(SK_STAGE, o->key);
+    if (k)
+        return o->value ? common_set(p, k, s, o->value) : common_unset(p, k, s);
+    const char *typo = key_typo(SK_STAGE, o->key);
+    if (typo) {
+        fail(p, -1, "unknown key \"%s\" in [%s] (did you mean %s?)", o->key, p->section, typo);
+        return -1;
+    }
+    if (o->value == NULL) {
+        own_unset(s, o->key);
+        return 0;
+    }
+    return own_set(p, s, o->key, o->value);
+}
+
+static void apply_overlay(struct parser *p, const struct conf_override *rows, size_t n)
+{
+    for (size_t i = 0; i < n && !p->failed; i++)
+        overlay_row(p, &rows[i]);
+}
+
 /* inih's own error at line: a line that is neither a section, a comment
  * nor KEY = value. */
 static void syntax_error(struct parser *p, int line)
@@ -899,7 +1036,8 @@ void conf_free(struct conf *c)
     memset(c, 0, sizeof(*c));
 }
 
-static int parse_text(const char *text, size_t len, const char *name, struct conf *out,
+static int parse_text(const char *text, size_t len, const char *name,
+                      const struct conf_override *rows, size_t n_rows, struct conf *out,
                       char *err, size_t errlen)
 {
     struct parser p = {
@@ -914,6 +1052,7 @@ static int parse_text(const char *text, size_t len, const char *name, struct con
             fail_oom(&p);
         else if (rc > 0 && (!p.failed || rc < p.err_line))
             syntax_error(&p, rc);
+        apply_overlay(&p, rows, n_rows);
         check_stages(&p);
     }
     free(p.stage_key_line);
@@ -967,6 +1106,12 @@ static char *read_file(const char *path, size_t *len, char *err, size_t errlen)
 
 int conf_load(const char *path, struct conf *out, char *err, size_t errlen)
 {
+    return conf_load_overlay(path, NULL, 0, out, err, errlen);
+}
+
+int conf_load_overlay(const char *path, const struct conf_override *rows, size_t n_rows,
+                      struct conf *out, char *err, size_t errlen)
+{
     size_t len;
     if (!out)
         return -1;
@@ -979,7 +1124,7 @@ int conf_load(const char *path, struct conf *out, char *err, size_t errlen)
     char *text = read_file(path, &len, err, errlen);
     if (!text)
         return -1;
-    int rc = parse_text(text, len, path, out, err, errlen);
+    int rc = parse_text(text, len, path, rows, n_rows, out, err, errlen);
     free(text);
     return rc;
 }
@@ -997,7 +1142,7 @@ int conf_load_string(const char *text, const char *name, struct conf *out, char 
             snprintf(err, errlen, "%s: no configuration text", name);
         return -1;
     }
-    return parse_text(text, strlen(text), name, out, err, errlen);
+    return parse_text(text, strlen(text), name, NULL, 0, out, err, errlen);
 }
 
 const struct stage_conf *conf_stage(const struct conf *c, const char *name)

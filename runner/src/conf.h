@@ -68,6 +68,22 @@ struct conf {
  * a message "FILE:LINE: ..." in err. On error *out holds nothing to free. */
 int conf_load(const char *path, struct conf *out, char *err, size_t errlen);
 
+/* One row of the database overlay pepsi.config_override (D-117): in
+ * [section] (only "stage-NAME"), key takes value; a NULL value takes the
+ * key back out (a common key returns to its default); key "*" with a NULL
+ * value removes the whole section. */
+struct conf_override {
+    const char *section;
+    const char *key;
+    const char *value;
+};
+
+/* conf_load, then the overlay rows laid over the file's [stage-*]
+ * sections in order (a row may add a stage). The result is validated as a
+ * whole; an error in a row reads "pepsi.config_override: ...". */
+int conf_load_overlay(const char *path, const struct conf_override *rows, size_t n_rows,
+                      struct conf *out, char *err, size_t errlen);
+
 /* The same for a configuration held in memory; name stands in for FILE. */
 int conf_load_string(const char *text, const char *name, struct conf *out,
                      char *err, size_t errlen);
