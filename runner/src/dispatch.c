@@ -17,6 +17,7 @@
 #include "pgerr.h"
 #include "pool.h"
 #include "schema.h"
+#include "stagetab.h"
 #include "stats.h"
 #include "util.h"
 
@@ -36,14 +37,17 @@
 #define RECONNECT_MIN_MS 500
 #define RECONNECT_MAX_MS 30000
 #define SHUTDOWN_LIMIT_MS 60000    /* give up waiting for workers and the database */
+#define RELOAD_RETRY_MS 5000       /* an overlay that could not be read (D-119) */
+#define OVERLAY_SQL "select section, key, value from pepsi.config_overlay()"
+#define LISTEN_SQL "listen workqueue; listen config_changed; listen telemetry_changed"
 
 struct runner {
     uv_loop_t *loop;
-    struct conf *conf;
+    struct conf *conf;             /* as read at start: [pepsi-dispatch] and [pepsi-postgres] (D-120) */
+    const char *config_path;       /* re-read, with the overlay, on config_changed */
     struct db db;
     struct pool_env env;
-    struct stage *stages;
-    size_t n_stages;
+    struct stagetab *tabs;         /* current stage table first, then retired ones */
 
     uv_idle_t claim_idle;          /* keeps the poll phase from blocking while a claim is wanted */
     uv_check_t claim_check;        /* runs the claim round after the poll phase (D-37) */
@@ -52,6 +56,7 @@ struct runner {
     uv_timer_t tick;               /* pools' housekeeping, idle flush, shutdown progress */
     uv_timer_t paused_timer;       /* the earliest paused timeout (D-93) */
     uv_timer_t reconnect_timer;
+    uv_timer_t reload_timer;       /* retries a reload whose overlay could not be read */
     uv_signal_t sigint, sigterm;
 
     bool claim_wanted;
@@ -68,6 +73,9 @@ struct runner {
     bool traffic_since_gc;
     bool traffic_since_flush;
 
+    bool reload_inflight;
+    bool reload_again;             /* config_changed arrived during a reload */
+
     int reconnect_delay_ms;
     uint64_t lock_lost_since_ms;   /* reconnects that found the lock taken */
 
@@ -83,30 +91,31 @@ static void claim_round(struct runner *r);
 static void db_lost_cb(void *arg);
 static void notify_cb(void *arg, const char *channel);
 static void shutdown_progress(struct runner *r);
+static void begin_shutdown(struct runner *r, int code, bool kill_now);
 
 /* ---- helpers ---- */
 
+/* The stage called name in the current table. */
 static struct stage *stage_by_name(struct runner *r, const char *name)
 {
-    for (size_t i = 0; i < r->n_stages; i++)
-        if (strcmp(r->stages[i].name, name) == 0)
-            return &r->stages[i];
-    return NULL;
+    return stagetab_find(r->tabs, name);
 }
 
 static int total_inflight(const struct runner *r)
 {
     int n = 0;
-    for (size_t i = 0; i < r->n_stages; i++)
-        n += r->stages[i].inflight;
+    for (const struct stagetab *t = r->tabs; t; t = t->next)
+        for (size_t i = 0; i < t->n_stages; i++)
+            n += t->stages[i].inflight;
     return n;
 }
 
 static int total_workers(const struct runner *r)
 {
     int n = 0;
-    for (size_t i = 0; i < r->n_stages; i++)
-        n += r->stages[i].n_workers;
+    for (const struct stagetab *t = r->tabs; t; t = t->next)
+        for (size_t i = 0; i < t->n_stages; i++)
+            n += t->stages[i].n_workers;
     return n;
 }
 
@@ -263,10 +272,10 @@ static void throttle_overload(struct runner *r, struct stage *s, int64_t id)
 {
     const char *stages[] = {s->name};
     requeue_ids(r, stages, &id, 1);
-    struct stage *big = NULL;
-    for (size_t i = 0; i < r->n_stages; i++)
-        if (big == NULL || r->stages[i].n_workers > big->n_workers)
-            big = &r->stages[i];
+    struct stage *big = s;
+    for (size_t i = 0; i < r->tabs->n_stages; i++)
+        if (r->tabs->stages[i].n_workers > big->n_workers)
+            big = &r->tabs->stages[i];
     int cap = big->parallelism_cap / 2;
     big->parallelism_cap = cap < 1 ? 1 : cap;
     big->throttle_until_ms = now_ms() + THROTTLE_MS;
@@ -417,12 +426,12 @@ static void claim_round(struct runner *r)
         return;
     buf_append(&stages, &ls, &cs, "{");
     buf_append(&caps, &lc, &cc, "{");
-    for (size_t i = 0; i < r->n_stages; i++) {
-        int cap = stage_capacity(&r->stages[i], now);
+    for (size_t i = 0; i < r->tabs->n_stages; i++) {
+        int cap = stage_capacity(&r->tabs->stages[i], now);
         if (cap <= 0)
             continue;
         buf_append(&stages, &ls, &cs, included ? ",\"" : "\"");
-        buf_append(&stages, &ls, &cs, r->stages[i].name);
+        buf_append(&stages, &ls, &cs, r->tabs->stages[i].name);
         buf_append(&stages, &ls, &cs, "\"");
         snprintf(num, sizeof num, "%s%d", included ? "," : "", cap);
         buf_append(&caps, &lc, &cc, num);
@@ -541,7 +550,8 @@ static void schedule_paused(struct runner *r, uint64_t delay_ms)
 struct flush_ctx {
     struct runner *r;
     struct dispatch_delta dispatch;
-    struct stage_delta *stages;
+    struct named_delta *stages;
+    size_t n_stages;
 };
 
 static void flush_done(struct db *db, PGresult *res, void *arg)
@@ -554,51 +564,54 @@ static void flush_done(struct db *db, PGresult *res, void *arg)
             log_warning(COMPONENT, "statistics flush failed: %s", pgerr_message(db->conn, res));
         /* Best effort, but keep the figures for the next flush. */
         dispatch_delta_add(&r->dstats, &fc->dispatch);
-        for (size_t i = 0; i < r->n_stages; i++)
-            stage_delta_add(&r->stages[i].delta, &fc->stages[i]);
+        stagetab_return_deltas(r->tabs, fc->stages, fc->n_stages);
     }
     if (res)
         PQclear(res);
-    free(fc->stages);
+    named_deltas_free(fc->stages, fc->n_stages);
     free(fc);
     if (r->shutting_down)
         shutdown_progress(r);
 }
 
+/* The deltas as the two JSON arguments of pepsi.stats_flush. */
+static int stats_json(const struct dispatch_delta *dd, const struct named_delta *d, size_t n,
+                      char **stages_json, char **disp_json)
+{
+    json_t *arr = json_array();
+    json_t *disp = dispatch_delta_to_json(dd);
+    int rc = (arr && disp) ? 0 : -1;
+    for (size_t i = 0; i < n && rc == 0; i++)
+        rc = stage_delta_to_json(d[i].name, &d[i].d, arr);
+    *stages_json = rc == 0 ? json_dumps(arr, JSON_COMPACT) : NULL;
+    *disp_json = rc == 0 ? json_dumps(disp, JSON_COMPACT) : NULL;
+    json_decref(arr);
+    json_decref(disp);
+    return (*stages_json && *disp_json) ? 0 : -1;
+}
+
 /* Writes the deltas in one call; nothing when there are none (D-139). */
 static void stats_flush(struct runner *r)
 {
-    bool any = dispatch_delta_any(&r->dstats);
-    for (size_t i = 0; i < r->n_stages && !any; i++)
-        any = stage_delta_any(&r->stages[i].delta);
-    if (!any || r->flush_inflight || !db_connected(&r->db))
+    if (r->flush_inflight || !db_connected(&r->db))
         return;
-
-    json_t *arr = json_array();
-    json_t *disp = dispatch_delta_to_json(&r->dstats);
-    int rc = (arr && disp) ? 0 : -1;
-    for (size_t i = 0; i < r->n_stages && rc == 0; i++)
-        if (stage_delta_any(&r->stages[i].delta))
-            rc = stage_delta_to_json(r->stages[i].name, &r->stages[i].delta, arr);
-    char *stages_json = rc == 0 ? json_dumps(arr, JSON_COMPACT) : NULL;
-    char *disp_json = rc == 0 ? json_dumps(disp, JSON_COMPACT) : NULL;
-    json_decref(arr);
-    json_decref(disp);
-    if (stages_json == NULL || disp_json == NULL) {
+    struct flush_ctx *fc = xcalloc(1, sizeof *fc);
+    fc->r = r;
+    fc->n_stages = stagetab_take_deltas(r->tabs, &fc->stages);
+    fc->dispatch = r->dstats;
+    memset(&r->dstats, 0, sizeof r->dstats);
+    if (fc->n_stages == 0 && !dispatch_delta_any(&fc->dispatch)) {
+        named_deltas_free(fc->stages, fc->n_stages);
+        free(fc);
+        return;
+    }
+    char *stages_json = NULL, *disp_json = NULL;
+    if (stats_json(&fc->dispatch, fc->stages, fc->n_stages, &stages_json, &disp_json) != 0) {
         log_error(COMPONENT, "cannot encode statistics");
         free(stages_json);
         free(disp_json);
+        flush_done(&r->db, NULL, fc);
         return;
-    }
-
-    struct flush_ctx *fc = xcalloc(1, sizeof *fc);
-    fc->r = r;
-    fc->dispatch = r->dstats;
-    fc->stages = xcalloc(r->n_stages, sizeof *fc->stages);
-    memset(&r->dstats, 0, sizeof r->dstats);
-    for (size_t i = 0; i < r->n_stages; i++) {
-        fc->stages[i] = r->stages[i].delta;
-        memset(&r->stages[i].delta, 0, sizeof r->stages[i].delta);
     }
     char slot[16];
     snprintf(slot, sizeof slot, "%d", r->conf->owner_slot);
@@ -643,16 +656,39 @@ static void stats_timer_cb(uv_timer_t *t)
     }
     char status[160];
     snprintf(status, sizeof status, "STATUS=serving %zu stage(s), %d worker(s), %d message(s) in flight",
-             r->n_stages, total_workers(r), total_inflight(r));
+             r->tabs->n_stages, total_workers(r), total_inflight(r));
     sd_notify(0, status);
+}
+
+/* Frees retired stage tables whose workers are all gone. */
+static void reap_retired(struct runner *r)
+{
+    struct stagetab **p = &r->tabs->next;
+    while (*p) {
+        struct stagetab *t = *p;
+        if (!stagetab_quiet(t)) {
+            p = &t->next;
+            continue;
+        }
+        /* Statistics of its stages go with the next flush, under their names. */
+        struct named_delta *d;
+        size_t n = stagetab_take_deltas_one(t, &d);
+        stagetab_return_deltas(r->tabs, d, n);
+        named_deltas_free(d, n);
+        *p = t->next;
+        stagetab_free(t);
+        log_debug(COMPONENT, "a retired stage table is gone");
+    }
 }
 
 static void tick_cb(uv_timer_t *t)
 {
     struct runner *r = t->data;
     uint64_t now = now_ms();
-    for (size_t i = 0; i < r->n_stages; i++)
-        stage_tick(&r->stages[i], now);
+    for (struct stagetab *tab = r->tabs; tab; tab = tab->next)
+        for (size_t i = 0; i < tab->n_stages; i++)
+            stage_tick(&tab->stages[i], now);
+    reap_retired(r);
     /* The pipeline went idle: show the burst's figures now (D-138). */
     if (!r->shutting_down && r->traffic_since_flush && total_inflight(r) == 0 &&
         now >= r->last_flush_ms + IDLE_FLUSH_MIN_MS && db_connected(&r->db))
@@ -663,12 +699,94 @@ static void tick_cb(uv_timer_t *t)
 
 /* ---- notifications and reconnects ---- */
 
+/* ---- configuration reload (D-116..D-120) ---- */
+
+static void reload(struct runner *r);
+
+static void reload_timer_cb(uv_timer_t *t)
+{
+    reload(t->data);
+}
+
+/* Swaps in the new table: the old one is retired, its workers finish what
+ * they hold, the next message runs with the new values (D-117). */
+static void install_stagetab(struct runner *r, struct stagetab *t)
+{
+    int workers = total_workers(r);
+    stagetab_retire(r->tabs);
+    t->next = r->tabs;
+    r->tabs = t;
+    log_notice(COMPONENT, "configuration reloaded: %zu stage(s); retiring %d worker(s)", t->n_stages,
+               workers);
+    wake(r);
+}
+
+static void reload_done(struct db *db, PGresult *res, void *arg)
+{
+    struct runner *r = arg;
+    char err[1024];
+    r->reload_inflight = false;
+    if (r->shutting_down) {
+        if (res)
+            PQclear(res);
+        return;
+    }
+    if (res == NULL || PQresultStatus(res) != PGRES_TUPLES_OK) {
+        /* Not a new configuration: keep the graph, try again (D-119). */
+        log_warning(COMPONENT, "cannot read the configuration overlay (%s); keeping the current "
+                    "stage graph and retrying", res ? pgerr_message(db->conn, res) : "no database");
+        if (res)
+            PQclear(res);
+        uv_timer_start(&r->reload_timer, reload_timer_cb, RELOAD_RETRY_MS, 0);
+        return;
+    }
+    struct stagetab *t = stagetab_load(r->config_path, res, &r->env, err, sizeof err);
+    PQclear(res);
+    if (t == NULL) {
+        /* Never route by a graph the workers no longer share (D-118). */
+        log_error(COMPONENT, "configuration reload failed: %s; shutting down", err);
+        begin_shutdown(r, 78, false);
+        return;
+    }
+    install_stagetab(r, t);
+    if (r->reload_again) {
+        r->reload_again = false;
+        reload(r);
+    }
+}
+
+static void reload(struct runner *r)
+{
+    if (r->shutting_down)
+        return;
+    if (r->reload_inflight) {
+        r->reload_again = true;
+        return;
+    }
+    r->reload_inflight = true;
+    db_query(&r->db, OVERLAY_SQL, 0, NULL, 0, reload_done, r);
+}
+
+/* SHARE_TELEMETRY changed in the file: workers read it once, so retire
+ * them all; the stage table stays (D-116). */
+static void retire_workers(struct runner *r)
+{
+    log_notice(COMPONENT, "telemetry setting changed; retiring %d worker(s)", total_workers(r));
+    for (size_t i = 0; i < r->tabs->n_stages; i++)
+        stage_retire_workers(&r->tabs->stages[i]);
+    wake(r);
+}
+
 static void notify_cb(void *arg, const char *channel)
 {
     struct runner *r = arg;
     if (strcmp(channel, "workqueue") == 0) {
         r->dstats.notifications++;
         wake(r);
+    } else if (strcmp(channel, "config_changed") == 0) {
+        reload(r);
+    } else if (strcmp(channel, "telemetry_changed") == 0) {
+        retire_workers(r);
     } else {
         log_debug(COMPONENT, "ignoring notification on \"%s\"", channel);
     }
@@ -728,14 +846,12 @@ static PGconn *reconnect_setup(struct runner *r, bool *lock_taken)
         PQfinish(c);
         return NULL;
     }
-    if (conn_exec(c, "listen workqueue", COMPONENT) != 0) {
+    if (conn_exec(c, LISTEN_SQL, COMPONENT) != 0) {
         PQfinish(c);
         return NULL;
     }
     return c;
 }
-
-static void begin_shutdown(struct runner *r, int code, bool kill_now);
 
 static void reconnect_cb(uv_timer_t *t)
 {
@@ -772,6 +888,7 @@ static void reconnect_cb(uv_timer_t *t)
     }
     db_open_gate(&r->db);
     release_paused(r);
+    reload(r); /* a config_changed may have been missed while disconnected */
     r->heartbeat_due = true;
     wake(r); /* a reconnect is a wake-up (D-36) */
 }
@@ -787,10 +904,17 @@ static void close_walk_cb(uv_handle_t *h, void *arg)
 
 static bool stages_quiet(const struct runner *r)
 {
-    for (size_t i = 0; i < r->n_stages; i++)
-        if (!stage_quiet(&r->stages[i]))
+    for (const struct stagetab *t = r->tabs; t; t = t->next)
+        if (!stagetab_quiet(t))
             return false;
     return true;
+}
+
+static void stop_all(struct runner *r, bool kill_now)
+{
+    for (struct stagetab *t = r->tabs; t; t = t->next)
+        for (size_t i = 0; i < t->n_stages; i++)
+            stage_stop(&t->stages[i], kill_now);
 }
 
 /* Called as workers exit and queries finish: once every worker is gone
@@ -811,8 +935,7 @@ static void shutdown_progress(struct runner *r)
     if (timed_out)
         log_warning(COMPONENT, "shutdown took too long; stopping with %d worker(s) left", total_workers(r));
     r->stopped = true;
-    for (size_t i = 0; i < r->n_stages; i++)
-        stage_stop(&r->stages[i], true);
+    stop_all(r, true);
     db_shutdown(&r->db);
     uv_stop(r->loop);
 }
@@ -830,9 +953,9 @@ static void begin_shutdown(struct runner *r, int code, bool kill_now)
         uv_timer_stop(&r->heartbeat);
         uv_timer_stop(&r->paused_timer);
         uv_timer_stop(&r->reconnect_timer);
+        uv_timer_stop(&r->reload_timer);
     }
-    for (size_t i = 0; i < r->n_stages; i++)
-        stage_stop(&r->stages[i], kill_now);
+    stop_all(r, kill_now);
     shutdown_progress(r);
 }
 
@@ -846,6 +969,30 @@ static void signal_cb(uv_signal_t *h, int signum)
 }
 
 /* ---- start-up ---- */
+
+/* The first stage table: the file with the overlay (D-117). A graph that
+ * cannot be parsed refuses to start (78). */
+static int startup_stages(struct runner *r, PGconn *c, int *code)
+{
+    char err[1024];
+    PGresult *res = PQexec(c, OVERLAY_SQL);
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        log_error(COMPONENT, "cannot read the configuration overlay: %s", PQerrorMessage(c));
+        PQclear(res);
+        return -1;
+    }
+    r->tabs = stagetab_load(r->config_path, res, &r->env, err, sizeof err);
+    PQclear(res);
+    if (r->tabs == NULL) {
+        log_error(COMPONENT, "%s", err);
+        *code = 78;
+        return -1;
+    }
+    if (r->tabs->n_stages == 0)
+        log_warning(COMPONENT, "no [stage-*] section in %s or the overlay; waiting for config_changed",
+                    r->config_path);
+    return 0;
+}
 
 /* Connect, check the schema (D-12), take the lock (D-14..D-17), and only
  * then reset orphaned running rows (D-18) and LISTEN (D-29). Returns the
@@ -877,7 +1024,11 @@ static PGconn *startup_connect(struct runner *r, int *code)
     PQclear(res);
     if (reset > 0)
         log_notice(COMPONENT, "reset %d message(s) left running by an earlier dispatcher", reset);
-    if (conn_exec(c, "listen workqueue", COMPONENT) != 0) {
+    if (conn_exec(c, LISTEN_SQL, COMPONENT) != 0) {
+        PQfinish(c);
+        return NULL;
+    }
+    if (startup_stages(r, c, code) != 0) {
         PQfinish(c);
         return NULL;
     }
@@ -894,10 +1045,11 @@ static void init_handles(struct runner *r)
     uv_timer_init(r->loop, &r->tick);
     uv_timer_init(r->loop, &r->paused_timer);
     uv_timer_init(r->loop, &r->reconnect_timer);
+    uv_timer_init(r->loop, &r->reload_timer);
     uv_signal_init(r->loop, &r->sigint);
     uv_signal_init(r->loop, &r->sigterm);
     r->claim_idle.data = r->claim_check.data = r->heartbeat.data = r->stats_timer.data = r;
-    r->tick.data = r->paused_timer.data = r->reconnect_timer.data = r;
+    r->tick.data = r->paused_timer.data = r->reconnect_timer.data = r->reload_timer.data = r;
     r->sigint.data = r->sigterm.data = r;
 }
 
@@ -920,6 +1072,7 @@ static void runner_init(struct runner *r, struct conf *conf, uv_loop_t *loop, co
     memset(r, 0, sizeof *r);
     r->loop = loop;
     r->conf = conf;
+    r->config_path = config_path;
     r->env.loop = loop;
     r->env.config_file = conf->config_file;
     r->env.config_path = config_path;
@@ -928,10 +1081,6 @@ static void runner_init(struct runner *r, struct conf *conf, uv_loop_t *loop, co
     r->env.cooldown_ms = conf->cooldown_ms;
     r->env.dstats = &r->dstats;
     r->env.ev = (struct pool_events){answered_cb, requeue_cb, strike_cb, wake, r};
-    r->n_stages = conf->n_stages;
-    r->stages = xcalloc(conf->n_stages ? conf->n_stages : 1, sizeof *r->stages);
-    for (size_t i = 0; i < conf->n_stages; i++)
-        stage_init(&r->stages[i], &conf->stages[i], &r->env);
     db_init(&r->db, loop, (struct db_hooks){notify_cb, db_lost_cb, r});
     init_handles(r);
 }
@@ -941,9 +1090,11 @@ static void runner_teardown(struct runner *r)
     uv_walk(r->loop, close_walk_cb, NULL);
     while (uv_run(r->loop, UV_RUN_DEFAULT) != 0)
         ;
-    for (size_t i = 0; i < r->n_stages; i++)
-        stage_free(&r->stages[i]);
-    free(r->stages);
+    while (r->tabs) {
+        struct stagetab *t = r->tabs;
+        r->tabs = t->next;
+        stagetab_free(t);
+    }
 }
 
 int dispatch_serve(struct conf *conf, const char *config_path, const char *self_dir)
@@ -952,10 +1103,6 @@ int dispatch_serve(struct conf *conf, const char *config_path, const char *self_
     struct runner r;
     int code;
 
-    if (conf->n_stages == 0) {
-        log_error(COMPONENT, "%s defines no [stage-*] section; nothing to run", conf->path);
-        return 1;
-    }
     if (uv_loop_init(&loop) != 0) {
         log_error(COMPONENT, "cannot create the event loop");
         return 1;
@@ -972,8 +1119,8 @@ int dispatch_serve(struct conf *conf, const char *config_path, const char *self_
     release_paused(&r);
     r.heartbeat_due = true;
     wake(&r); /* claim once at start-up */
-    log_info(COMPONENT, "serving %zu stage(s) as owner slot %d", conf->n_stages, conf->owner_slot);
-    sd_notifyf(0, "READY=1\nSTATUS=serving %zu stage(s)\nMAINPID=%lu", conf->n_stages,
+    log_info(COMPONENT, "serving %zu stage(s) as owner slot %d", r.tabs->n_stages, conf->owner_slot);
+    sd_notifyf(0, "READY=1\nSTATUS=serving %zu stage(s)\nMAINPID=%lu", r.tabs->n_stages,
                (unsigned long)getpid());
 
     uv_run(&loop, UV_RUN_DEFAULT);

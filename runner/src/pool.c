@@ -83,7 +83,7 @@ int stage_active_workers(const struct stage *s)
 
 static bool stage_may_spawn(const struct stage *s, uint64_t now)
 {
-    return !s->env->shutting_down && now >= s->cooldown_until_ms &&
+    return !s->env->shutting_down && !s->retired && now >= s->cooldown_until_ms &&
            s->n_workers < s->parallelism_cap;
 }
 
@@ -91,7 +91,7 @@ int stage_capacity(const struct stage *s, uint64_t now)
 {
     int q = s->conf->queue_limit, free_slots = 0, usable = 0;
 
-    if (s->env->shutting_down)
+    if (s->env->shutting_down || s->retired)
         return 0;
     /* Fullest first, as stage_assign packs: beyond the cap, workers get no
      * new work and drain (D-98). */
@@ -289,6 +289,8 @@ static int worker_status_line(struct worker *w, const char *line, size_t len)
         worker_start_head(w);
     else
         w->idle_since_ms = now_ms();
+    if (w->count == 0 && w->state == WORKER_CLOSING && w->close_deadline_ms == 0 && !w->protocol_error)
+        w->close_deadline_ms = now_ms() + CLOSE_GRACE_MS;
     if (st.has_report && !st.report_ok)
         log_warning(w->stage->name, "dropped an unreadable report for message %lld: %s",
                     (long long)id, st.report_error);
@@ -516,7 +518,9 @@ static void worker_close(struct worker *w, uint64_t now)
     if (w->state == WORKER_CLOSING)
         return;
     w->state = WORKER_CLOSING;
-    w->close_deadline_ms = now + CLOSE_GRACE_MS;
+    /* The grace period starts once its queue is empty: what it still holds
+     * runs under MAX_RUNTIME like any message (worker_status_line). */
+    w->close_deadline_ms = w->count == 0 ? now + CLOSE_GRACE_MS : 0;
     worker_close_stdin(w);
 }
 
@@ -720,6 +724,19 @@ void stage_tick(struct stage *s, uint64_t now)
         s->throttle_until_ms = 0;
         s->parallelism_cap = s->conf->parallelism;
     }
+    /* The cool-down is over: the stage may start a worker again, so claim
+     * now rather than at the next heartbeat (D-90, D-91). */
+    if (s->cooldown_until_ms && now >= s->cooldown_until_ms) {
+        s->cooldown_until_ms = 0;
+        s->env->ev.wake(s->env->ev.arg);
+    }
+}
+
+void stage_retire_workers(struct stage *s)
+{
+    uint64_t now = now_ms();
+    for (struct worker *w = s->workers; w; w = w->next)
+        worker_close(w, now);
 }
 
 void stage_stop(struct stage *s, bool kill_now)

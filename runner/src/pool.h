@@ -67,6 +67,7 @@ struct stage {
     uint64_t throttle_until_ms;    /* when the lowered cap expires */
     uint64_t cooldown_until_ms;    /* no new worker before this (D-90, D-91) */
     uint64_t spawn_failures;       /* consecutive deaths before ready, for the log */
+    bool retired;                  /* replaced by a configuration reload: takes no new work */
     struct stage_delta delta;      /* statistics since the last flush */
 };
 
@@ -85,6 +86,10 @@ size_t stage_assign(struct stage *s, const int64_t *ids, size_t n, uint64_t now)
 /* Once a second: stops idle workers (D-65), recycles drained ones (D-68),
  * kills workers that do not exit when asked, finishes exited ones. */
 void stage_tick(struct stage *s, uint64_t now);
+
+/* Retires every worker: EOF on stdin, so each finishes what it holds and
+ * exits; new work goes to fresh workers (D-116, D-117). */
+void stage_retire_workers(struct stage *s);
 
 /* Stops every worker: SIGTERM and EOF, SIGKILL when kill_now (D-08). */
 void stage_stop(struct stage *s, bool kill_now);

@@ -434,11 +434,11 @@ static int check_own_keys(struct pepsi_worker *w)
     return 0;
 }
 
-/* Reads the configuration and the section (D-113); 0, or 78 to refuse. */
-static int load_section(struct pepsi_worker *w, const char *config_path)
+/* Reads the configuration file (its [pepsi-postgres] tells where the
+ * database is); 0, or 78 to refuse (D-113). */
+static int load_file(struct pepsi_worker *w, const char *path)
 {
     char err[1024];
-    const char *path = config_path ? config_path : conf_default_path();
     if (w->stage == NULL || *w->stage == '\0') {
         log_error("worker", "PEPSI_STAGE is not set: a worker is started by pepsi-runner serve");
         return EXIT_CONFIG;
@@ -447,18 +447,79 @@ static int load_section(struct pepsi_worker *w, const char *config_path)
         log_error(w->stage, "%s", err);
         return EXIT_CONFIG;
     }
+    return 0;
+}
+
+/* Reads the file again with the database overlay of [stage-*] sections
+ * (D-117), so that the worker runs with what the dispatcher routes by.
+ * 0; 78 when the result cannot be parsed; 1 when the overlay cannot be
+ * read (a database problem: the dispatcher cools the stage down). */
+static int load_overlay(struct pepsi_worker *w, const char *path)
+{
+    char err[1024];
+    PGresult *res = PQexec(w->conn, "select section, key, value from pepsi.config_overlay()");
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
+        log_error(w->stage, "cannot read the configuration overlay: %s", pgerr_message(w->conn, res));
+        PQclear(res);
+        return 1;
+    }
+    int n = PQntuples(res);
+    if (n == 0) {
+        PQclear(res);
+        return 0;
+    }
+    struct conf_override *rows = xcalloc((size_t)n, sizeof *rows);
+    for (int i = 0; i < n; i++) {
+        rows[i].section = PQgetvalue(res, i, 0);
+        rows[i].key = PQgetvalue(res, i, 1);
+        rows[i].value = PQgetisnull(res, i, 2) ? NULL : PQgetvalue(res, i, 2);
+    }
+    conf_free(&w->conf);
+    int rc = conf_load_overlay(path, rows, (size_t)n, &w->conf, err, sizeof err);
+    free(rows);
+    PQclear(res);
+    if (rc != 0) {
+        log_error(w->stage, "%s", err);
+        return EXIT_CONFIG;
+    }
+    return 0;
+}
+
+/* Finds and checks the stage's section (D-113); 0, or 78 to refuse. */
+static int load_section(struct pepsi_worker *w)
+{
+    char err[1024];
     w->section = conf_stage(&w->conf, w->stage);
     if (w->section == NULL) {
-        log_error(w->stage, "%s has no [stage-%s] section", w->conf.path, w->stage);
+        log_error(w->stage, "%s has no [stage-%s] section (file and overlay)", w->conf.path, w->stage);
         return EXIT_CONFIG;
     }
     if (check_own_keys(w) != 0)
         return EXIT_CONFIG;
     if (w->def->setup && w->def->setup(w, err, sizeof err) != 0) {
         log_error(w->stage, "%s:%d: [stage-%s]: %s", w->conf.path, w->section->line, w->stage, err);
+        w->section = NULL; /* nothing to tear down */
         return EXIT_CONFIG;
     }
     return 0;
+}
+
+/* Everything before "ready": configuration, connection, schema. */
+static int start_worker(struct pepsi_worker *w, const char *config_path)
+{
+    bool overload;
+    const char *path = config_path ? config_path : conf_default_path();
+    int code = load_file(w, path);
+    if (code != 0)
+        return code;
+    const char *ci = getenv("PEPSI_CONNINFO");
+    w->conninfo = xstrdup(ci ? ci : w->conf.conninfo);
+    if (worker_connect(w, &overload) != 0)
+        return overload ? EXIT_TEMPFAIL : 1;
+    if (schema_verify(w->conn, w->stage) != SCHEMA_CURRENT)
+        return EXIT_CONFIG; /* D-91: refuse, the stage waits for the fix */
+    code = load_overlay(w, path);
+    return code != 0 ? code : load_section(w);
 }
 
 static void install_signals(void)
@@ -475,21 +536,12 @@ static void install_signals(void)
 int pepsi_worker_main(const struct pepsi_stage_def *def, const char *config_path)
 {
     struct pepsi_worker w;
-    bool overload;
     memset(&w, 0, sizeof w);
     w.def = def;
     w.stage = getenv("PEPSI_STAGE");
     install_signals();
 
-    int code = load_section(&w, config_path);
-    if (code == 0) {
-        const char *ci = getenv("PEPSI_CONNINFO");
-        w.conninfo = ci ? ci : w.conf.conninfo;
-        if (worker_connect(&w, &overload) != 0)
-            code = overload ? EXIT_TEMPFAIL : 1;
-        else if (schema_verify(w.conn, w.stage) != SCHEMA_CURRENT)
-            code = EXIT_CONFIG; /* D-91: refuse, the stage waits for the fix */
-    }
+    int code = start_worker(&w, config_path);
     if (code == 0) {
         static const char ready[] = "ready\n";
         if (write(STDOUT_FILENO, ready, sizeof ready - 1) != (ssize_t)(sizeof ready - 1))
@@ -502,5 +554,6 @@ int pepsi_worker_main(const struct pepsi_stage_def *def, const char *config_path
     if (w.conn)
         PQfinish(w.conn);
     conf_free(&w.conf);
+    free((char *)w.conninfo);
     return code;
 }
