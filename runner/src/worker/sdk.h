@@ -64,6 +64,8 @@ struct pepsi_worker;
 struct pepsi_stage_def {
     const char *program;             /* e.g. "pass" for pepsi-stage-pass */
     bool loads_body;                 /* loads the header block and body (D-73) */
+    bool skip_load;                  /* its outcome needs nothing of the message: no load query;
+                                        run() sees only id, stage and an empty state */
     const char *const *own_keys;     /* its own [stage-*] keys, NULL-terminated; others refuse */
     /* Checks the section once at start; -1 with a message refuses (78). */
     int (*setup)(struct pepsi_worker *w, char *err, size_t errlen);
