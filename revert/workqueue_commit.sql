@@ -1,0 +1,8 @@
+-- Revert pepsi:workqueue_commit from pg
+
+begin;
+
+drop function pepsi.workqueue_commit(text, jsonb);
+drop function pepsi.commit_rows(jsonb);
+
+commit;

@@ -1,0 +1,7 @@
+-- Verify pepsi:workqueue_commit on pg
+
+begin;
+
+select pg_catalog.has_function_privilege('pepsi_worker', 'pepsi.workqueue_commit(text, jsonb)', 'execute');
+
+rollback;
