@@ -3,6 +3,5 @@
 begin;
 
 drop function pepsi.workqueue_commit(text, jsonb);
-drop function pepsi.commit_rows(jsonb);
 
 commit;

@@ -1,5 +1,6 @@
 /* worker/sdk.c — see sdk.h. */
 #include "worker/sdk.h"
+#include "worker/sdk_internal.h"
 
 #include "conn.h"
 #include "log.h"
@@ -15,19 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-struct pepsi_worker {
-    const struct pepsi_stage_def *def;
-    const char *stage;                 /* PEPSI_STAGE */
-    struct conf conf;
-    const struct stage_conf *section;
-    PGconn *conn;
-    bool prepared;                     /* statements prepared on conn */
-    const char *conninfo;
-    void *data;
-    char rbuf[4096];                   /* stdin reader */
-    size_t rlen;
-};
 
 static volatile sig_atomic_t terminate;
 
@@ -65,6 +53,8 @@ static const struct {
 } statements[] = {
     {"load", LOAD_SQL},
     {"load_body", LOAD_BODY_SQL},
+    {"load_many", LOAD_META ", w.workqueue_id from pepsi.workqueue w where w.workqueue_id = any($1::bigint[])"},
+    {"commit_many", "select workqueue_id, outcome from pepsi.workqueue_commit($1, $2::jsonb)"},
     {"advance", "select pepsi.workqueue_advance($1::bigint, $2, $3, $4::jsonb)"},
     {"finish", "select pepsi.workqueue_finish($1::bigint, $2)"},
     {"pause", "select pepsi.workqueue_pause($1::bigint, $2, now() + $3::bigint * interval '1 millisecond',"
@@ -112,7 +102,7 @@ static int worker_connect(struct pepsi_worker *w, bool *overload)
     return prepare_all(w);
 }
 
-static PGresult *exec_prepared(struct pepsi_worker *w, const char *name, int n, const char *const *params)
+PGresult *sdk_exec_prepared(struct pepsi_worker *w, const char *name, int n, const char *const *params)
 {
     return PQexecPrepared(w->conn, name, n, params, NULL, NULL, 0);
 }
@@ -144,7 +134,7 @@ static void answer(struct pepsi_worker *w, int status, uint64_t usec)
 }
 
 /* Status for database trouble: 74, 75, or 0 when it is something else. */
-static int trouble_status(struct pepsi_worker *w, const PGresult *res)
+int sdk_trouble_status(struct pepsi_worker *w, const PGresult *res)
 {
     switch (pgerr_classify(w->conn, res)) {
     case PGERR_CONNECTION:
@@ -171,7 +161,7 @@ static PGresult *commit_host_error(struct pepsi_worker *w, const char *id, const
     const char *params[] = {id, w->stage, reason, lifetime, w->section->bounce_stage};
     /* D-106: every host-error retry is a warning under the stage's name. */
     log_warning(w->stage, "host error on message %s: %s", id, reason);
-    return exec_prepared(w, "host_error", 5, params);
+    return sdk_exec_prepared(w, "host_error", 5, params);
 }
 
 /* Runs the SQL call for the outcome; returns its result and sets *failed
@@ -189,26 +179,26 @@ static PGresult *commit_call(struct pepsi_worker *w, const char *id, const struc
     case PEPSI_ADVANCE:
         if (next) {
             const char *p[] = {id, w->stage, next, patch};
-            res = exec_prepared(w, "advance", 4, p);
+            res = sdk_exec_prepared(w, "advance", 4, p);
             break;
         }
         /* no next stage: the message is done */
         __attribute__((fallthrough));
     case PEPSI_FINISH: {
         const char *p[] = {id, w->stage};
-        res = exec_prepared(w, "finish", 2, p);
+        res = sdk_exec_prepared(w, "finish", 2, p);
         break;
     }
     case PEPSI_PAUSE: {
         snprintf(ms, sizeof ms, "%lld", (long long)(out->pause_ms > 0 ? out->pause_ms : 1000));
         const char *p[] = {id, w->stage, ms, out->reason[0] ? out->reason : NULL, patch};
-        res = exec_prepared(w, "pause", 5, p);
+        res = sdk_exec_prepared(w, "pause", 5, p);
         break;
     }
     case PEPSI_FAIL: {
         const char *p[] = {id, w->stage, out->reason[0] ? out->reason : "failed",
                            out->failure_class ? out->failure_class : "permanent", patch};
-        res = exec_prepared(w, "fail", 5, p);
+        res = sdk_exec_prepared(w, "fail", 5, p);
         *failed = true;
         break;
     }
@@ -221,11 +211,11 @@ static PGresult *commit_call(struct pepsi_worker *w, const char *id, const struc
 }
 
 /* Commits the outcome in one call (D-76); returns the status to answer. */
-static int commit(struct pepsi_worker *w, const char *id, const struct pepsi_outcome *out)
+int sdk_commit(struct pepsi_worker *w, const char *id, const struct pepsi_outcome *out)
 {
     bool failed;
     PGresult *res = commit_call(w, id, out, &failed);
-    int status = trouble_status(w, res);
+    int status = sdk_trouble_status(w, res);
     if (status == 0 && PQresultStatus(res) != PGRES_TUPLES_OK) {
         const char *code = pgerr_sqlstate(res);
         if (strcmp(code, "PX004") == 0 || strcmp(code, "PX005") == 0) {
@@ -239,7 +229,7 @@ static int commit(struct pepsi_worker *w, const char *id, const struct pepsi_out
                      w->stage, pgerr_message(w->conn, res), code);
             PQclear(res);
             res = commit_host_error(w, id, reason);
-            status = trouble_status(w, res);
+            status = sdk_trouble_status(w, res);
             if (status == 0 && PQresultStatus(res) != PGRES_TUPLES_OK) {
                 log_error(w->stage, "cannot record a host error for message %s: %s", id,
                           pgerr_message(w->conn, res));
@@ -275,37 +265,38 @@ static char **recipients_of(const char *json, size_t *n)
     return out;
 }
 
-static const char *value_or_null(const PGresult *r, int col)
+static const char *value_or_null(const PGresult *r, int row, int col)
 {
-    return PQgetisnull(r, 0, col) ? NULL : PQgetvalue(r, 0, col);
+    return PQgetisnull(r, row, col) ? NULL : PQgetvalue(r, row, col);
 }
 
 /* Fills *m from the load result; the caller frees with message_free.
  * Returns 0, or -1 when the state is not JSON. */
-static int message_from(struct pepsi_worker *w, PGresult *r, int64_t id, struct pepsi_message *m)
+int sdk_message_from(struct pepsi_worker *w, PGresult *r, int row, int64_t id,
+                        struct pepsi_message *m)
 {
     json_error_t err;
     memset(m, 0, sizeof *m);
     m->id = id;
-    m->stage = PQgetvalue(r, 0, 0);
-    m->tube = PQgetvalue(r, 0, 2);
-    m->sender_key = PQgetvalue(r, 0, 3);
-    m->envelope_sender = value_or_null(r, 4);
-    m->recipients = recipients_of(value_or_null(r, 5), &m->n_recipients);
-    m->header_from = value_or_null(r, 6);
-    m->subject = value_or_null(r, 7);
-    m->state = json_loads(PQgetvalue(r, 0, 8), 0, &err);
-    m->arrived_at = PQgetvalue(r, 0, 9);
-    if (w->def->loads_body && strcmp(PQgetvalue(r, 0, 10), "t") == 0) {
+    m->stage = PQgetvalue(r, row, 0);
+    m->tube = PQgetvalue(r, row, 2);
+    m->sender_key = PQgetvalue(r, row, 3);
+    m->envelope_sender = value_or_null(r, row, 4);
+    m->recipients = recipients_of(value_or_null(r, row, 5), &m->n_recipients);
+    m->header_from = value_or_null(r, row, 6);
+    m->subject = value_or_null(r, row, 7);
+    m->state = json_loads(PQgetvalue(r, row, 8), 0, &err);
+    m->arrived_at = PQgetvalue(r, row, 9);
+    if (w->def->loads_body && strcmp(PQgetvalue(r, row, 10), "t") == 0) {
         m->has_body = true;
-        m->headers = value_or_null(r, 11);
-        if (!PQgetisnull(r, 0, 12))
-            m->body = PQunescapeBytea((const unsigned char *)PQgetvalue(r, 0, 12), &m->body_len);
+        m->headers = value_or_null(r, row, 11);
+        if (!PQgetisnull(r, row, 12))
+            m->body = PQunescapeBytea((const unsigned char *)PQgetvalue(r, row, 12), &m->body_len);
     }
     return json_is_object(m->state) ? 0 : -1;
 }
 
-static void message_free(struct pepsi_message *m)
+void sdk_message_free(struct pepsi_message *m)
 {
     for (size_t i = 0; i < m->n_recipients; i++)
         free(m->recipients[i]);
@@ -318,7 +309,7 @@ static void message_free(struct pepsi_message *m)
 /* ---- one message ---- */
 
 /* Makes sure there is a usable connection; the status to answer when not. */
-static int ensure_connection(struct pepsi_worker *w)
+int sdk_ensure_connection(struct pepsi_worker *w)
 {
     bool overload;
     if (w->conn && PQstatus(w->conn) == CONNECTION_OK && w->prepared)
@@ -331,7 +322,7 @@ static int ensure_connection(struct pepsi_worker *w)
 /* A stage that needs nothing of the message commits without loading it:
  * one round trip per message. The result call alone checks that the row
  * is running at this stage (PX004/PX005 are answered like a skipped
- * message in commit()). */
+ * message in sdk_commit()). */
 static int run_unloaded(struct pepsi_worker *w, int64_t id, const char *idtext)
 {
     struct pepsi_message m;
@@ -344,25 +335,25 @@ static int run_unloaded(struct pepsi_worker *w, int64_t id, const char *idtext)
     m.state = json_object();
     out.kind = PEPSI_ADVANCE;
     w->def->run(w, &m, &out);
-    int status = commit(w, idtext, &out);
+    int status = sdk_commit(w, idtext, &out);
     json_decref(out.state_patch);
     json_decref(m.state);
     return status;
 }
 
-static int run_message(struct pepsi_worker *w, int64_t id, const char *idtext)
+int sdk_run_message(struct pepsi_worker *w, int64_t id, const char *idtext)
 {
     struct pepsi_message m;
     struct pepsi_outcome out;
-    int status = ensure_connection(w);
+    int status = sdk_ensure_connection(w);
     if (status != 0)
         return status;
     if (w->def->skip_load)
         return run_unloaded(w, id, idtext);
 
     const char *p[] = {idtext};
-    PGresult *r = exec_prepared(w, w->def->loads_body ? "load_body" : "load", 1, p);
-    if ((status = trouble_status(w, r)) != 0 || PQresultStatus(r) != PGRES_TUPLES_OK) {
+    PGresult *r = sdk_exec_prepared(w, w->def->loads_body ? "load_body" : "load", 1, p);
+    if ((status = sdk_trouble_status(w, r)) != 0 || PQresultStatus(r) != PGRES_TUPLES_OK) {
         if (status == 0) {
             log_error(w->stage, "cannot load message %s: %s", idtext, pgerr_message(w->conn, r));
             status = EXIT_IOERR; /* deferred without blame; the cause is ours */
@@ -377,16 +368,16 @@ static int run_message(struct pepsi_worker *w, int64_t id, const char *idtext)
         return 0;
     }
     memset(&out, 0, sizeof out);
-    if (message_from(w, r, id, &m) != 0) {
+    if (sdk_message_from(w, r, 0, id, &m) != 0) {
         out.kind = PEPSI_FAIL;
         pepsi_outcome_reason(&out, "stage %s: the message state is not a JSON object", w->stage);
     } else {
         out.kind = PEPSI_ADVANCE;
         w->def->run(w, &m, &out);
     }
-    status = commit(w, idtext, &out);
+    status = sdk_commit(w, idtext, &out);
     json_decref(out.state_patch);
-    message_free(&m);
+    sdk_message_free(&m);
     PQclear(r);
     return status;
 }
@@ -395,21 +386,28 @@ static int run_message(struct pepsi_worker *w, int64_t id, const char *idtext)
 
 /* Reads one line from stdin into line (NUL-terminated, without '\n').
  * Returns its length, -1 at EOF or error, -2 when told to terminate. */
+ssize_t sdk_buffered_line(struct pepsi_worker *w, char *line, size_t cap)
+{
+    char *nl = memchr(w->rbuf, '\n', w->rlen);
+    if (nl == NULL)
+        return -1;
+    size_t len = (size_t)(nl - w->rbuf);
+    if (len >= cap)
+        len = cap - 1;
+    memcpy(line, w->rbuf, len);
+    line[len] = '\0';
+    size_t used = (size_t)(nl - w->rbuf) + 1;
+    memmove(w->rbuf, w->rbuf + used, w->rlen - used);
+    w->rlen -= used;
+    return (ssize_t)len;
+}
+
 static ssize_t read_line(struct pepsi_worker *w, char *line, size_t cap)
 {
     for (;;) {
-        char *nl = memchr(w->rbuf, '\n', w->rlen);
-        if (nl) {
-            size_t len = (size_t)(nl - w->rbuf);
-            if (len >= cap)
-                len = cap - 1;
-            memcpy(line, w->rbuf, len);
-            line[len] = '\0';
-            size_t used = (size_t)(nl - w->rbuf) + 1;
-            memmove(w->rbuf, w->rbuf + used, w->rlen - used);
-            w->rlen -= used;
-            return (ssize_t)len;
-        }
+        ssize_t len = sdk_buffered_line(w, line, cap);
+        if (len >= 0)
+            return len;
         if (terminate)
             return -2;
         if (w->rlen == sizeof w->rbuf)
@@ -423,19 +421,40 @@ static ssize_t read_line(struct pepsi_worker *w, char *line, size_t cap)
     }
 }
 
+/* Whether the stage can take its ids in batches: it loads no body (D-69,
+ * D-73) and the dispatcher may hand it more than one at a time. */
+static bool batchable(const struct pepsi_worker *w)
+{
+    return !w->def->loads_body && w->section->queue_limit > 1;
+}
+
 static int serve_ids(struct pepsi_worker *w)
 {
     char line[64];
     ssize_t len;
+    int64_t ids[SDK_MAX_BATCH];
+    int status[SDK_MAX_BATCH];
+    size_t max = (size_t)w->section->queue_limit;
+    if (max > SDK_MAX_BATCH)
+        max = SDK_MAX_BATCH;
     while (!terminate && (len = read_line(w, line, sizeof line)) >= 0) {
-        int64_t id;
-        if (proto_parse_id(line, (size_t)len, &id) != 0) {
+        if (proto_parse_id(line, (size_t)len, &ids[0]) != 0) {
             log_error(w->stage, "unreadable message id \"%s\" from the dispatcher", line);
             return 1;
         }
+        int more = batchable(w) ? sdk_gather_ids(w, ids + 1, max - 1) : 0;
+        if (more < 0)
+            return 1;
+        size_t n = 1 + (size_t)more;
         uint64_t t0 = now_us();
-        int status = run_message(w, id, line);
-        answer(w, status, now_us() - t0);
+        if (n == 1)
+            status[0] = sdk_run_message(w, ids[0], line);
+        else
+            sdk_run_batch(w, ids, n, status);
+        /* One status line per id, in order (D-72); the batch's time shared. */
+        uint64_t each = (now_us() - t0) / n;
+        for (size_t i = 0; i < n; i++)
+            answer(w, status[i], each);
     }
     return 0;
 }
