@@ -101,6 +101,7 @@ static const struct key_def keys[] = {
     {SK_DISPATCH, "OWNER_SLOT", KT_INT, 0, 0, INT_MAX, "0", CONF_AT(owner_slot)},
     {SK_DISPATCH, "LOCK_WAIT", KT_DURATION, 0, 0, 0, "10s", CONF_AT(lock_wait_ms)},
     {SK_DISPATCH, "COOLDOWN", KT_DURATION, 0, 0, 0, "5s", CONF_AT(cooldown_ms)},
+    {SK_DISPATCH, "OVERLOAD_WINDOW", KT_DURATION, 0, 0, 0, "5min", CONF_AT(overload_window_ms)},
     {SK_DISPATCH, "FAIR_SCHEDULING", KT_BOOL, 0, 0, 0, "yes", CONF_AT(fair_scheduling)},
     {SK_DISPATCH, "FAIR_HALF_LIFE", KT_DURATION, 0, 0, 0, "60s", CONF_AT(fair_half_life_ms)},
     {SK_DISPATCH, "FAIR_FIFO_PERCENT", KT_INT, 0, 0, 100, "10", CONF_AT(fair_fifo_percent)},

@@ -51,6 +51,7 @@ struct conf {
     int owner_slot;                  /* OWNER_SLOT, default 0 */
     int64_t lock_wait_ms;            /* LOCK_WAIT, default 10 s (D-15) */
     int64_t cooldown_ms;             /* COOLDOWN, default 5 s (D-90) */
+    int64_t overload_window_ms;      /* OVERLOAD_WINDOW, default 5 min (D-96) */
     bool fair_scheduling;            /* FAIR_SCHEDULING, default yes */
     int64_t fair_half_life_ms;       /* FAIR_HALF_LIFE, default 60 s */
     int fair_fifo_percent;           /* FAIR_FIFO_PERCENT, default 10 */

@@ -32,7 +32,8 @@ PGconn *conn_open(const char *conninfo, int64_t timeout_ms, const char *app,
         const char *msg = PQerrorMessage(c);
         /* The server refuses before a session exists, so there is no
          * SQLSTATE to read; its message is the only sign of 53300. */
-        if (overload && (strstr(msg, "too many clients") || strstr(msg, "connection slots are reserved")))
+        if (overload && (strstr(msg, "too many clients") || strstr(msg, "too many connections") ||
+                         strstr(msg, "connection slots are reserved")))
             *overload = true;
         char oneline[512];
         snprintf(oneline, sizeof oneline, "%s", msg);

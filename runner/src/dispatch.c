@@ -33,7 +33,6 @@
 #define TICK_MS 1000
 #define IDLE_FLUSH_MIN_MS 1000     /* idle flushes at most once a second (D-138) */
 #define DEFER_74_MS 30000          /* status 74: pause for 30 s (D-100) */
-#define THROTTLE_MS (5 * 60 * 1000) /* status 75: halve for 5 minutes (D-96) */
 #define RECONNECT_MIN_MS 500
 #define RECONNECT_MAX_MS 30000
 #define SHUTDOWN_LIMIT_MS 60000    /* give up waiting for workers and the database */
@@ -65,6 +64,7 @@ struct runner {
     char claim_token[40];          /* p_now of the claim in flight */
     char lost_claim[40];           /* a claim whose answer was lost: give it back on reconnect */
     uint64_t paused_due_ms;        /* when paused_timer fires, 0 when idle */
+    bool answers_since_sweep;      /* a worker may have paused a message since */
 
     struct dispatch_delta dstats;
     uint64_t last_flush_ms;
@@ -278,9 +278,10 @@ static void throttle_overload(struct runner *r, struct stage *s, int64_t id)
             big = &r->tabs->stages[i];
     int cap = big->parallelism_cap / 2;
     big->parallelism_cap = cap < 1 ? 1 : cap;
-    big->throttle_until_ms = now_ms() + THROTTLE_MS;
+    big->throttle_until_ms = now_ms() + (uint64_t)r->conf->overload_window_ms;
     log_warning(COMPONENT, "database overload reported by stage %s; stage %s limited to %d worker(s) "
-                "for %d s", s->name, big->name, big->parallelism_cap, THROTTLE_MS / 1000);
+                "for %lld ms", s->name, big->name, big->parallelism_cap,
+                (long long)r->conf->overload_window_ms);
 }
 
 /* ---- answers from workers ---- */
@@ -313,6 +314,7 @@ static void answered_cb(void *arg, struct stage *s, int64_t id, const struct pro
     switch (st->status) {
     case 0:
         s->delta.succeeded++;
+        r->answers_since_sweep = true;
         break;
     case EXIT_TEMPFAIL:
         s->delta.tempfailed++;
@@ -689,6 +691,13 @@ static void tick_cb(uv_timer_t *t)
         for (size_t i = 0; i < tab->n_stages; i++)
             stage_tick(&tab->stages[i], now);
     reap_retired(r);
+    /* A worker may have paused a message (D-92): a sweep learns its
+     * timeout, so that the paused timer, not the heartbeat, brings it
+     * back (D-93). At most once a tick, and only after answers. */
+    if (!r->shutting_down && r->answers_since_sweep && db_connected(&r->db) && !r->db.gated) {
+        r->answers_since_sweep = false;
+        release_paused(r);
+    }
     /* The pipeline went idle: show the burst's figures now (D-138). */
     if (!r->shutting_down && r->traffic_since_flush && total_inflight(r) == 0 &&
         now >= r->last_flush_ms + IDLE_FLUSH_MIN_MS && db_connected(&r->db))

@@ -87,12 +87,23 @@ static bool stage_may_spawn(const struct stage *s, uint64_t now)
            s->n_workers < s->parallelism_cap;
 }
 
+/* How many more ids the worker can take: its free queue slots, but no more
+ * than its child may still handle before it is recycled (D-68). */
+static int worker_room(const struct worker *w)
+{
+    int room = w->stage->conf->queue_limit - (int)w->count;
+    int left = w->stage->conf->max_messages - w->handed;
+    return room < left ? room : left;
+}
+
 int stage_capacity(const struct stage *s, uint64_t now)
 {
     int q = s->conf->queue_limit, free_slots = 0, usable = 0;
 
     if (s->env->shutting_down || s->retired)
         return 0;
+    if (q > s->conf->max_messages)
+        q = s->conf->max_messages; /* what a new worker may take (D-68) */
     /* Fullest first, as stage_assign packs: beyond the cap, workers get no
      * new work and drain (D-98). */
     for (const struct worker *w = s->workers; w; w = w->next) {
@@ -100,7 +111,7 @@ int stage_capacity(const struct stage *s, uint64_t now)
             continue;
         if (usable++ >= s->parallelism_cap)
             continue;
-        free_slots += q - (int)w->count;
+        free_slots += worker_room(w);
     }
     if (stage_may_spawn(s, now))
         free_slots += (s->parallelism_cap - s->n_workers) * q;
@@ -204,6 +215,13 @@ static void runtime_cb(uv_timer_t *t)
     struct worker *w = t->data;
     if (w->count == 0 || w->exited)
         return;
+    if (!w->ready) {
+        /* Dies before ready: its ids go back without blame (D-90). */
+        log_warning(w->stage->name, "worker pid=%d not ready after MAX_RUNTIME (%lld ms); killing it",
+                    w->pid, (long long)w->stage->conf->max_runtime_ms);
+        worker_kill_group(w, SIGKILL);
+        return;
+    }
     log_warning(w->stage->name, "message %lld exceeded MAX_RUNTIME (%lld ms); killing worker pid=%d",
                 (long long)worker_head(w), (long long)w->stage->conf->max_runtime_ms, w->pid);
     w->hung = true;
@@ -649,6 +667,9 @@ static struct worker *worker_spawn(struct stage *s, uint64_t now)
     }
     free(file);
     w->pid = w->proc.pid;
+    /* A start-up that never ends must not strand the ids handed to it:
+     * it gets MAX_RUNTIME too, until "ready" starts the head's clock. */
+    uv_timer_start(&w->runtime, runtime_cb, (uint64_t)s->conf->max_runtime_ms, 0);
     if (uv_read_start((uv_stream_t *)&w->out, alloc_cb, out_read_cb) != 0 ||
         uv_read_start((uv_stream_t *)&w->err, alloc_cb, err_read_cb) != 0) {
         log_error(s->name, "cannot read from worker pid=%d; killing it", w->pid);
@@ -669,9 +690,8 @@ static struct worker *fullest_with_room(struct stage *s)
 {
     struct worker *best = NULL;
     int usable = 0;
-    size_t q = (size_t)s->conf->queue_limit;
     for (struct worker *w = s->workers; w; w = w->next) {
-        if (!worker_usable(w) || usable++ >= s->parallelism_cap || w->count >= q)
+        if (!worker_usable(w) || usable++ >= s->parallelism_cap || worker_room(w) <= 0)
             continue;
         if (best == NULL || w->count > best->count)
             best = w;
@@ -682,7 +702,6 @@ static struct worker *fullest_with_room(struct stage *s)
 size_t stage_assign(struct stage *s, const int64_t *ids, size_t n, uint64_t now)
 {
     size_t taken = 0;
-    size_t q = (size_t)s->conf->queue_limit;
 
     while (taken < n) {
         struct worker *w = fullest_with_room(s);
@@ -690,7 +709,7 @@ size_t stage_assign(struct stage *s, const int64_t *ids, size_t n, uint64_t now)
             if (!stage_may_spawn(s, now) || (w = worker_spawn(s, now)) == NULL)
                 break;
         }
-        size_t k = q - w->count;
+        size_t k = (size_t)worker_room(w);
         if (k > n - taken)
             k = n - taken;
         worker_give(w, ids + taken, k, now);
@@ -707,7 +726,12 @@ void stage_tick(struct stage *s, uint64_t now)
     while (w) {
         struct worker *next = w->next;
         if (w->exited && !w->out_eof && now >= w->exited_at_ms + EXIT_DRAIN_MS) {
-            worker_finalize(w); /* a helper still holds its stdout open */
+            /* A helper outlived the worker and holds its stdout open: end
+             * the worker's process group with it (D-08). */
+            if (w->pid > 0 && kill(-w->pid, SIGKILL) != 0 && errno != ESRCH)
+                log_warning(s->name, "cannot signal the helpers of worker pid=%d: %s", w->pid,
+                            strerror(errno));
+            worker_finalize(w);
         } else if (w->state == WORKER_READY && w->count == 0 &&
                    (w->retiring || now >= w->idle_since_ms + (uint64_t)s->conf->worker_idle_timeout_ms)) {
             log_debug(s->name, "stopping %s worker pid=%d", w->retiring ? "recycled" : "idle", w->pid);
@@ -723,6 +747,7 @@ void stage_tick(struct stage *s, uint64_t now)
     if (s->throttle_until_ms && now >= s->throttle_until_ms) {
         s->throttle_until_ms = 0;
         s->parallelism_cap = s->conf->parallelism;
+        log_notice(s->name, "overload window over; back to %d worker(s) (D-98)", s->parallelism_cap);
     }
     /* The cool-down is over: the stage may start a worker again, so claim
      * now rather than at the next heartbeat (D-90, D-91). */

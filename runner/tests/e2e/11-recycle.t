@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# MAX_MESSAGES: after that many messages a worker's child is replaced by a
+# fresh process once its pipeline has drained. With one worker and
+# MAX_MESSAGES = 3, ten messages need at least four processes, none of
+# which handles more than three.
+. "$(dirname "$0")/lib.sh"
+plan 7
+
+conf=$E2E_DIR/pepsi.conf
+write_conf "$conf" <<EOF
+[stage-a]
+PROGRAM = $E2E_STAGES/misbehave
+PARALLELISM = 1
+MAX_MESSAGES = 3
+EOF
+
+ok "runner starts" start_runner "$conf"
+sql "select pepsi.workqueue_inject('a') from generate_series(1, 10)" >/dev/null
+ok "D-68: all ten messages finish" wait_for "select count(*) from pepsi.workqueue" 0 30
+is "$(sql "select count(*) from e2e_done")" 10 "D-68: each finished once"
+pids=$(sql "select count(distinct pid) from e2e_visit")
+note "worker processes: $pids; messages per process: $(sql "select string_agg(n::text, ',') from
+      (select count(*) n from e2e_visit group by pid order by min(at)) x")"
+ok "D-68: the worker was recycled: at least 4 processes served 10 messages" num_between "$pids" 4 10
+is "$(sql "select max(n) from (select count(*) n from e2e_visit group by pid) x")" 3 \
+   "D-68: no process handled more than MAX_MESSAGES (3)"
+is "$(sql "select count(*) from (select pid from e2e_visit group by pid
+                                  having max(at) > (select min(at) from e2e_visit v2 where v2.pid <> e2e_visit.pid
+                                                      and v2.at > min(e2e_visit.at))) x")" 0 \
+   "D-68, D-62: the processes did not overlap (one worker, replaced after its pipeline drained)"
+stop_runner
+is "$?" 0 "D-09: clean shutdown"
+done_testing
