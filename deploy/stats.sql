@@ -16,7 +16,7 @@ create table pepsi.stage_stats (
     succeeded        bigint not null default 0,  -- status 0
     failed           bigint not null default 0,  -- other non-zero statuses: the worker failed the row
     tempfailed       bigint not null default 0,  -- status 75: database overload, requeued
-    ioerrors         bigint not null default 0,  -- status 74: lost connection, deferred
+                                                 -- (status 74 deferrals are logged, counted nowhere: D-101)
     strikes          bigint not null default 0,  -- crashes and hangs charged to a message
     requeued         bigint not null default 0,  -- handed out but returned unrun
     updated_at       timestamptz not null default now(),
@@ -62,14 +62,14 @@ begin
 
     insert into pepsi.stage_stats as s
         (stage, owner_slot, stages_executed, runs, run_usec, succeeded, failed,
-         tempfailed, ioerrors, strikes, requeued, updated_at)
+         tempfailed, strikes, requeued, updated_at)
     select pepsi.stage_check(d.stage), p_owner_slot,
            coalesce(d.stages_executed, 0), coalesce(d.runs, 0), coalesce(d.run_usec, 0),
            coalesce(d.succeeded, 0), coalesce(d.failed, 0), coalesce(d.tempfailed, 0),
-           coalesce(d.ioerrors, 0), coalesce(d.strikes, 0), coalesce(d.requeued, 0), p_now
+           coalesce(d.strikes, 0), coalesce(d.requeued, 0), p_now
       from jsonb_to_recordset(coalesce(p_stages, '[]')) as d
            (stage text, stages_executed bigint, runs bigint, run_usec bigint,
-            succeeded bigint, failed bigint, tempfailed bigint, ioerrors bigint,
+            succeeded bigint, failed bigint, tempfailed bigint,
             strikes bigint, requeued bigint)
     on conflict (stage, owner_slot) do update set
         stages_executed = s.stages_executed + excluded.stages_executed,
@@ -78,7 +78,6 @@ begin
         succeeded       = s.succeeded + excluded.succeeded,
         failed          = s.failed + excluded.failed,
         tempfailed      = s.tempfailed + excluded.tempfailed,
-        ioerrors        = s.ioerrors + excluded.ioerrors,
         strikes         = s.strikes + excluded.strikes,
         requeued        = s.requeued + excluded.requeued,
         updated_at      = excluded.updated_at;

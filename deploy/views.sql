@@ -51,7 +51,7 @@ select s.stage, sum(s.stages_executed) as stages_executed, sum(s.runs) as runs,
        sum(s.run_usec) as run_usec,
        case when sum(s.runs) > 0 then round(sum(s.run_usec)::numeric / sum(s.runs), 1) end as avg_usec,
        sum(s.succeeded) as succeeded, sum(s.failed) as failed,
-       sum(s.tempfailed) as tempfailed, sum(s.ioerrors) as ioerrors,
+       sum(s.tempfailed) as tempfailed,
        sum(s.strikes) as strikes, sum(s.requeued) as requeued, max(s.updated_at) as updated_at
   from pepsi.stage_stats s
  group by s.stage;

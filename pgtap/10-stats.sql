@@ -14,7 +14,7 @@ select has_function('pepsi', 'stats_flush', array['integer', 'jsonb', 'jsonb', '
 select has_view('pepsi', 'stage_totals', 'stage_totals exists');
 select columns_are('pepsi', 'stage_totals',
                    array['stage', 'stages_executed', 'runs', 'run_usec', 'avg_usec', 'succeeded', 'failed',
-                         'tempfailed', 'ioerrors', 'strikes', 'requeued', 'updated_at'],
+                         'tempfailed', 'strikes', 'requeued', 'updated_at'],
                    'stage_totals has the counters of stage_stats plus avg_usec');
 
 -- First flush inserts ------------------------------------------------------------------------
@@ -24,9 +24,9 @@ select pepsi.stats_flush(0,
       {"stage": "b", "stages_executed": 1}]',
     '{"claims": 2, "claimed": 5}', '2026-07-01 10:00:00+00') is null as x \gset
 
-select row_eq($$select stages_executed, runs, run_usec, succeeded, failed, tempfailed, ioerrors, strikes, requeued, updated_at
+select row_eq($$select stages_executed, runs, run_usec, succeeded, failed, tempfailed, strikes, requeued, updated_at
                  from pepsi.stage_stats where stage = 'a' and owner_slot = 0$$,
-              row(3::bigint, 4::bigint, 1000::bigint, 3::bigint, 1::bigint, 0::bigint, 0::bigint, 0::bigint, 0::bigint,
+              row(3::bigint, 4::bigint, 1000::bigint, 3::bigint, 1::bigint, 0::bigint, 0::bigint, 0::bigint,
                   '2026-07-01 10:00:00+00'::timestamptz),
               'D-137: the first flush inserts the stage row; missing keys count 0; updated_at = p_now');
 select is((select count(*) from pepsi.stage_stats where owner_slot = 0), 2::bigint,
@@ -55,12 +55,12 @@ select is((select updated_at from pepsi.stage_stats where stage = 'b' and owner_
 
 select pepsi.stats_flush(0,
     '[{"stage": "c", "stages_executed": 1, "runs": 2, "run_usec": 3, "succeeded": 4, "failed": 5,
-       "tempfailed": 6, "ioerrors": 7, "strikes": 8, "requeued": 9}]',
+       "tempfailed": 6, "strikes": 8, "requeued": 9}]',
     '{"claims": 1, "claimed": 1, "wakeups": 1, "notifications": 4, "workers_started": 5, "workers_exited": 6, "bodies_collected": 1}',
     '2026-07-01 10:00:06+00') is null as x \gset
-select row_eq($$select stages_executed, runs, run_usec, succeeded, failed, tempfailed, ioerrors, strikes, requeued
+select row_eq($$select stages_executed, runs, run_usec, succeeded, failed, tempfailed, strikes, requeued
                  from pepsi.stage_stats where stage = 'c' and owner_slot = 0$$,
-              row(1::bigint, 2::bigint, 3::bigint, 4::bigint, 5::bigint, 6::bigint, 7::bigint, 8::bigint, 9::bigint),
+              row(1::bigint, 2::bigint, 3::bigint, 4::bigint, 5::bigint, 6::bigint, 8::bigint, 9::bigint),
               'D-135: every stage counter is written from its key');
 select row_eq($$select claims, claimed, wakeups, notifications, workers_started, workers_exited, bodies_collected
                  from pepsi.dispatch_stats where owner_slot = 0$$,

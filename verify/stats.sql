@@ -3,7 +3,7 @@
 begin;
 
 select stage, owner_slot, stages_executed, runs, run_usec, succeeded, failed,
-       tempfailed, ioerrors, strikes, requeued, updated_at
+       tempfailed, strikes, requeued, updated_at
   from pepsi.stage_stats where false;
 select owner_slot, claims, claimed, wakeups, notifications, workers_started,
        workers_exited, bodies_collected, updated_at

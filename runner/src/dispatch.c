@@ -321,7 +321,7 @@ static void answered_cb(void *arg, struct stage *s, int64_t id, const struct pro
         throttle_overload(r, s, id);
         break;
     case EXIT_IOERR:
-        s->delta.ioerrors++;
+        /* Logged, counted nowhere else (D-101). */
         defer_lost_connection(r, s, id);
         break;
     default:

@@ -5,7 +5,7 @@
 
 /* The counters in column order, so that JSON and addition share one list. */
 #define STAGE_FIELDS(X) X(stages_executed) X(runs) X(run_usec) X(succeeded) X(failed) \
-    X(tempfailed) X(ioerrors) X(strikes) X(requeued)
+    X(tempfailed) X(strikes) X(requeued)
 #define DISPATCH_FIELDS(X) X(claims) X(claimed) X(wakeups) X(notifications) \
     X(workers_started) X(workers_exited) X(bodies_collected)
 

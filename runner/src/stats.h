@@ -16,7 +16,6 @@ struct stage_delta {
     int64_t succeeded;
     int64_t failed;
     int64_t tempfailed;
-    int64_t ioerrors;
     int64_t strikes;
     int64_t requeued;
 };

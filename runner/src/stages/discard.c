@@ -12,6 +12,7 @@ static void discard_run(struct pepsi_worker *w, const struct pepsi_message *m, s
 
 const struct pepsi_stage_def stage_discard = {
     .program = "discard",
+    .fusion_default = true,  /* D-127 */
     .loads_body = false,
     .skip_load = true,      /* the outcome does not depend on the message */
     .own_keys = NULL,

@@ -267,6 +267,7 @@ static void exec_run(struct pepsi_worker *w, const struct pepsi_message *m, stru
 
 const struct pepsi_stage_def stage_exec = {
     .program = "exec",
+    .fusion_default = false,  /* D-127 */
     .loads_body = true,
     .own_keys = exec_keys,
     .setup = exec_setup,

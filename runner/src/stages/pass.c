@@ -11,6 +11,7 @@ static void pass_run(struct pepsi_worker *w, const struct pepsi_message *m, stru
 
 const struct pepsi_stage_def stage_pass = {
     .program = "pass",
+    .fusion_default = true,  /* D-127 */
     .loads_body = false,
     .skip_load = true,      /* the outcome does not depend on the message */
     .own_keys = NULL,

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static const struct pepsi_stage_def *const builtins[] = {&stage_pass, &stage_exec, &stage_discard};
+static const struct pepsi_stage_def *const builtins[] = {&stage_pass, &stage_exec, &stage_discard, &stage_http};
 
 const struct pepsi_stage_def *stages_find(const char *name)
 {
@@ -19,7 +19,7 @@ const struct pepsi_stage_def *stages_find(const char *name)
 
 const char *stages_builtin_names(void)
 {
-    return "pass, exec, discard";
+    return "pass, exec, discard, http";
 }
 
 int stages_run_worker(const char *name, const char *config_path)
@@ -30,5 +30,6 @@ int stages_run_worker(const char *name, const char *config_path)
                 stages_builtin_names());
         return EXIT_USAGE;
     }
+    pepsi_sdk_builtins(stages_find); /* the stages this binary may fuse (D-126, D-128) */
     return pepsi_worker_main(def, config_path);
 }

@@ -9,6 +9,7 @@
 extern const struct pepsi_stage_def stage_pass;     /* advance to NEXT, or finish */
 extern const struct pepsi_stage_def stage_discard;  /* finish (drop) the message */
 extern const struct pepsi_stage_def stage_exec;     /* run COMMAND on the body */
+extern const struct pepsi_stage_def stage_http;     /* POST the body to URL (libcurl) */
 
 /* The built-in stage called name, or NULL. */
 const struct pepsi_stage_def *stages_find(const char *name);

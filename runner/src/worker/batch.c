@@ -49,12 +49,12 @@ int sdk_gather_ids(struct pepsi_worker *w, int64_t *ids, size_t max)
             continue;
         }
         /* Nothing complete in the buffer: one read if it would not block. */
-        if (w->rlen == sizeof w->rbuf || !stdin_ready_now())
+        if (w->core->rlen == sizeof w->core->rbuf || !stdin_ready_now())
             break;
-        ssize_t k = read(STDIN_FILENO, w->rbuf + w->rlen, sizeof w->rbuf - w->rlen);
+        ssize_t k = read(STDIN_FILENO, w->core->rbuf + w->core->rlen, sizeof w->core->rbuf - w->core->rlen);
         if (k <= 0)
             break; /* EOF or an error: the next blocking read sees it */
-        w->rlen += (size_t)k;
+        w->core->rlen += (size_t)k;
     }
     return (int)n;
 }
@@ -63,17 +63,12 @@ int sdk_gather_ids(struct pepsi_worker *w, int64_t *ids, size_t max)
 
 struct item {
     char idtext[24];
-    bool present;                 /* running at this stage, stage ran */
+    bool present;                 /* running at this stage */
     bool loaded;                  /* msg holds a load result row */
+    bool done;                    /* committed (or skipped) outside the batch call */
     struct pepsi_message msg;
-    struct pepsi_outcome out;
+    struct sdk_pass pass;
 };
-
-static void set_all(int *status, size_t n, int value)
-{
-    for (size_t i = 0; i < n; i++)
-        status[i] = value;
-}
 
 /* "{1,2,3}" for the = ANY parameter. */
 static char *id_array(const struct item *it, size_t n)
@@ -87,42 +82,47 @@ static char *id_array(const struct item *it, size_t n)
     return buf;
 }
 
-/* Loads the batch in one query; 0, or the status for all when it failed.
- * *res keeps the rows the messages point into. */
-static int load_batch(struct pepsi_worker *w, struct item *it, size_t n, PGresult **res)
+static void set_status(struct sdk_result *res, size_t n, int status)
+{
+    for (size_t i = 0; i < n; i++)
+        res[i].status = status;
+}
+
+/* Loads the batch in one query (D-70); 0, or the status for all when it
+ * failed. *r keeps the rows the messages point into. */
+static int load_batch(struct pepsi_worker *w, struct item *it, size_t n, PGresult **r)
 {
     char *ids = id_array(it, n);
     const char *p[] = {ids};
-    PGresult *r = sdk_exec_prepared(w, "load_many", 1, p);
+    *r = sdk_exec_prepared(w, "load_many", 1, p);
     free(ids);
-    int status = sdk_trouble_status(w, r);
-    if (status != 0 || PQresultStatus(r) != PGRES_TUPLES_OK) {
+    int status = sdk_trouble_status(w, *r);
+    if (status != 0 || PQresultStatus(*r) != PGRES_TUPLES_OK) {
         if (status == 0) {
-            log_error(w->stage, "cannot load a batch: %s", pgerr_message(w->conn, r));
+            log_error(w->stage, "cannot load a batch: %s", pgerr_message(w->core->conn, *r));
             status = EXIT_IOERR;
         }
-        PQclear(r);
+        PQclear(*r);
+        *r = NULL;
         return status;
     }
-    for (int row = 0; row < PQntuples(r); row++) {
-        int64_t id = strtoll(PQgetvalue(r, row, 10), NULL, 10);
+    for (int row = 0; row < PQntuples(*r); row++) {
+        int64_t id = strtoll(PQgetvalue(*r, row, 11), NULL, 10);
+        if (strcmp(PQgetvalue(*r, row, 1), "running") != 0 || strcmp(PQgetvalue(*r, row, 0), w->stage) != 0)
+            continue;
         for (size_t i = 0; i < n; i++) {
             if (it[i].msg.id != id || it[i].loaded)
                 continue;
-            bool running = strcmp(PQgetvalue(r, row, 1), "running") == 0 &&
-                           strcmp(PQgetvalue(r, row, 0), w->stage) == 0;
-            if (!running)
-                break;
-            if (sdk_message_from(w, r, row, id, &it[i].msg) != 0) {
-                it[i].out.kind = PEPSI_FAIL;
-                pepsi_outcome_reason(&it[i].out, "stage %s: the message state is not a JSON object",
-                                     w->stage);
-            }
             it[i].loaded = it[i].present = true;
+            if (sdk_message_from(w, *r, row, id, &it[i].msg) != 0) {
+                struct pepsi_outcome out = {.kind = PEPSI_FAIL};
+                pepsi_outcome_reason(&out, "stage %s: the message state is not a JSON object", w->stage);
+                it[i].done = true;
+                it[i].pass.out = out;
+            }
             break;
         }
     }
-    *res = r;
     return 0;
 }
 
@@ -141,11 +141,31 @@ static void wall_after(char *buf, size_t cap, int64_t ms)
     snprintf(buf, cap, "%s.%06lldZ", base, (long long)us);
 }
 
-/* The JSON result of one item for pepsi.workqueue_commit (new reference). */
-static json_t *result_json(struct pepsi_worker *w, const struct item *it)
+/* Whether an item's result goes into the batch call: advances and
+ * finishes (written from this stage, wherever the chain ended), pauses
+ * and failures of this stage itself. Host errors and a fused stage's
+ * pause or failure take the one-message path (backoff, D-115). */
+static bool batched(const struct pepsi_worker *w, const struct item *it)
 {
-    const struct pepsi_outcome *o = &it->out;
-    const char *next = o->next ? o->next : w->section->next;
+    if (!it->present || it->done)
+        return false;
+    switch (it->pass.out.kind) {
+    case PEPSI_ADVANCE:
+    case PEPSI_FINISH:
+        return true;
+    case PEPSI_PAUSE:
+    case PEPSI_FAIL:
+        return it->pass.at == w;
+    default:
+        return false;
+    }
+}
+
+/* The JSON result of one item for pepsi.workqueue_commit (new reference). */
+static json_t *result_json(const struct item *it)
+{
+    const struct pepsi_outcome *o = &it->pass.out;
+    const char *next = o->next ? o->next : it->pass.at->section->next;
     json_t *r = json_pack("{sI}", "id", (json_int_t)it->msg.id);
     if (r == NULL)
         return NULL;
@@ -183,45 +203,41 @@ static json_t *result_json(struct pepsi_worker *w, const struct item *it)
     return r;
 }
 
-static bool batched(const struct item *it)
-{
-    return it->present && it->out.kind != PEPSI_HOST_ERROR;
-}
-
-/* When the batch call is refused for another reason than the connection,
+/* The batch call was refused for another reason than the connection:
  * each result is committed alone, so that one bad result costs only its
  * own message. */
-static void commit_one_by_one(struct pepsi_worker *w, struct item *it, size_t n, int *status)
+static void commit_one_by_one(struct pepsi_worker *w, struct item *it, size_t n, struct sdk_result *res)
 {
     for (size_t i = 0; i < n; i++)
-        if (batched(&it[i]))
-            status[i] = sdk_commit(w, it[i].idtext, &it[i].out);
+        if (batched(w, &it[i]))
+            res[i].status = sdk_commit(it[i].pass.at, w->stage, it[i].idtext, &it[i].pass.out, &it[i].msg);
 }
 
-static void read_outcomes(struct pepsi_worker *w, PGresult *r, struct item *it, size_t n, int *status)
+static void read_outcomes(struct pepsi_worker *w, PGresult *r, struct item *it, size_t n,
+                          struct sdk_result *res)
 {
     for (int row = 0; row < PQntuples(r); row++) {
         int64_t id = strtoll(PQgetvalue(r, row, 0), NULL, 10);
         bool ok = strcmp(PQgetvalue(r, row, 1), "ok") == 0;
         for (size_t i = 0; i < n; i++) {
-            if (it[i].msg.id != id || !batched(&it[i]))
+            if (it[i].msg.id != id || !batched(w, &it[i]))
                 continue;
             if (!ok)
                 log_warning(w->stage, "message %s moved on before its result was written", it[i].idtext);
             /* The worker has left a failed row failed: status 1 (D-79). */
-            status[i] = ok && it[i].out.kind == PEPSI_FAIL ? 1 : 0;
+            res[i].status = ok && it[i].pass.out.kind == PEPSI_FAIL ? 1 : 0;
         }
     }
 }
 
 /* One call for every batched result (D-71). */
-static void commit_batch(struct pepsi_worker *w, struct item *it, size_t n, int *status)
+static void commit_batch(struct pepsi_worker *w, struct item *it, size_t n, struct sdk_result *res)
 {
     json_t *arr = json_array();
     for (size_t i = 0; arr && i < n; i++) {
-        if (!batched(&it[i]))
+        if (!batched(w, &it[i]))
             continue;
-        json_t *one = result_json(w, &it[i]);
+        json_t *one = result_json(&it[i]);
         if (one == NULL || json_array_append_new(arr, one) != 0) {
             json_decref(arr);
             arr = NULL;
@@ -229,7 +245,7 @@ static void commit_batch(struct pepsi_worker *w, struct item *it, size_t n, int 
     }
     if (arr == NULL) {
         log_error(w->stage, "cannot encode a batch of results; committing one by one");
-        commit_one_by_one(w, it, n, status);
+        commit_one_by_one(w, it, n, res);
         return;
     }
     if (json_array_size(arr) == 0) {
@@ -244,14 +260,14 @@ static void commit_batch(struct pepsi_worker *w, struct item *it, size_t n, int 
     int trouble = r ? sdk_trouble_status(w, r) : 0;
     if (trouble != 0) {
         for (size_t i = 0; i < n; i++)
-            if (batched(&it[i]))
-                status[i] = trouble;
+            if (batched(w, &it[i]))
+                res[i].status = trouble;
     } else if (r == NULL || PQresultStatus(r) != PGRES_TUPLES_OK) {
         log_warning(w->stage, "the batch commit was refused (%s); committing one by one",
-                    r ? pgerr_message(w->conn, r) : "cannot encode");
-        commit_one_by_one(w, it, n, status);
+                    r ? pgerr_message(w->core->conn, r) : "cannot encode");
+        commit_one_by_one(w, it, n, res);
     } else {
-        read_outcomes(w, r, it, n, status);
+        read_outcomes(w, r, it, n, res);
     }
     PQclear(r);
 }
@@ -263,56 +279,73 @@ static void free_items(struct item *it, size_t n)
             sdk_message_free(&it[i].msg);
         else
             json_decref(it[i].msg.state);
-        json_decref(it[i].out.state_patch);
+        json_decref(it[i].pass.out.state_patch);
     }
     free(it);
 }
 
-/* Prepares the items: ids, and for a stage that loads nothing, the bare
- * message the stage sees (as the one-message path gives it). */
 static struct item *make_items(struct pepsi_worker *w, const int64_t *ids, size_t n)
 {
     struct item *it = xcalloc(n, sizeof *it);
     for (size_t i = 0; i < n; i++) {
         snprintf(it[i].idtext, sizeof it[i].idtext, "%lld", (long long)ids[i]);
-        it[i].msg.id = ids[i];
-        it[i].out.kind = PEPSI_ADVANCE;
         if (w->def->skip_load) {
-            it[i].msg.stage = w->stage;
-            it[i].msg.tube = it[i].msg.sender_key = "";
-            it[i].msg.state = json_object();
+            sdk_bare_message(w, ids[i], &it[i].msg);
             it[i].present = true;
+        } else {
+            it[i].msg.id = ids[i];
         }
     }
     return it;
 }
 
-void sdk_run_batch(struct pepsi_worker *w, const int64_t *ids, size_t n, int *status)
+/* Splits where needed, then the pass on every message still here. */
+static void run_passes(struct pepsi_worker *w, struct item *it, size_t n, struct sdk_result *res)
+{
+    int level = sdk_load_level(w->def);
+    for (size_t i = 0; i < n; i++) {
+        if (!it[i].present) {
+            log_warning(w->stage, "message %s is not running at this stage; skipping it", it[i].idtext);
+            continue;
+        }
+        if (it[i].done) { /* a state that is not JSON */
+            res[i].status = sdk_commit(w, w->stage, it[i].idtext, &it[i].pass.out, &it[i].msg);
+            continue;
+        }
+        int st = level >= SDK_LOAD_META ? sdk_split(w, &it[i].msg, it[i].idtext) : 0;
+        if (st != 0) {
+            res[i].status = st == SDK_MOVED_ON ? 0 : st;
+            it[i].done = true;
+            continue;
+        }
+        sdk_pass(w, &it[i].msg, level, &it[i].pass);
+        memcpy(res[i].report, it[i].pass.report, it[i].pass.n_report * sizeof res[i].report[0]);
+        res[i].n_report = it[i].pass.n_report;
+    }
+}
+
+void sdk_run_batch(struct pepsi_worker *w, const int64_t *ids, size_t n, struct sdk_result *res)
 {
     PGresult *loaded = NULL;
-    set_all(status, n, 0);
+    memset(res, 0, n * sizeof *res);
     int trouble = sdk_ensure_connection(w);
     if (trouble != 0) {
-        set_all(status, n, trouble);
+        set_status(res, n, trouble);
         return;
     }
     struct item *it = make_items(w, ids, n);
     if (!w->def->skip_load && (trouble = load_batch(w, it, n, &loaded)) != 0) {
-        set_all(status, n, trouble);
+        set_status(res, n, trouble);
         free_items(it, n);
         return;
     }
-    for (size_t i = 0; i < n; i++) {
-        if (!it[i].present)
-            log_warning(w->stage, "message %s is not running at this stage; skipping it", it[i].idtext);
-        else if (it[i].out.kind != PEPSI_FAIL || it[i].out.reason[0] == '\0')
-            w->def->run(w, &it[i].msg, &it[i].out);
-    }
-    commit_batch(w, it, n, status);
-    /* Host errors: each its own backoff, through the one-message path. */
+    run_passes(w, it, n, res);
+    commit_batch(w, it, n, res);
+    /* The rest one by one: host errors (each its own backoff) and a fused
+     * stage's pause or failure (moved there first, D-115). */
     for (size_t i = 0; i < n; i++)
-        if (it[i].present && it[i].out.kind == PEPSI_HOST_ERROR)
-            status[i] = sdk_commit(w, it[i].idtext, &it[i].out);
+        if (it[i].present && !it[i].done && !batched(w, &it[i]))
+            res[i].status = sdk_commit(it[i].pass.at, w->stage, it[i].idtext, &it[i].pass.out, &it[i].msg);
     free_items(it, n);
     PQclear(loaded);
 }

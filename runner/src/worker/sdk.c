@@ -27,7 +27,7 @@ static void on_sigterm(int sig)
 
 const char *pepsi_worker_stage(const struct pepsi_worker *w) { return w->stage; }
 const struct stage_conf *pepsi_worker_section(const struct pepsi_worker *w) { return w->section; }
-const struct conf *pepsi_worker_conf(const struct pepsi_worker *w) { return &w->conf; }
+const struct conf *pepsi_worker_conf(const struct pepsi_worker *w) { return &w->core->conf; }
 void *pepsi_worker_data(const struct pepsi_worker *w) { return w->data; }
 void pepsi_worker_set_data(struct pepsi_worker *w, void *data) { w->data = data; }
 
@@ -41,8 +41,11 @@ void pepsi_outcome_reason(struct pepsi_outcome *out, const char *fmt, ...)
 
 /* ---- statements ---- */
 
+/* The metadata of a message and, in the same query, the per-address
+ * settings that apply to it (D-123). Column numbers: see sdk_message_from. */
 #define LOAD_META "select w.stage, w.status, w.tube, w.sender_key, w.envelope_sender," \
-    " array_to_json(w.recipients), w.header_from, w.subject, w.state, w.arrived_at"
+    " array_to_json(w.recipients), w.header_from, w.subject, w.state, w.arrived_at," \
+    " pepsi.settings_for(w.state, w.envelope_sender, w.recipients)"
 #define LOAD_SQL LOAD_META " from pepsi.workqueue w where w.workqueue_id = $1"
 #define LOAD_BODY_SQL LOAD_META ", b.body_id is not null, b.headers, b.body from pepsi.workqueue w" \
     " left join pepsi.workqueue_body b on b.body_id = w.body_id where w.workqueue_id = $1"
@@ -62,21 +65,23 @@ static const struct {
     {"fail", "select pepsi.workqueue_fail($1::bigint, $2, $3, $4, $5::jsonb)"},
     {"host_error", "select pepsi.workqueue_host_error($1::bigint, $2, $3,"
                    " $4::bigint * interval '1 millisecond', $5)"},
+    {"move", "select pepsi.workqueue_move($1::bigint, $2, $3)"},
+    {"split", "select pepsi.workqueue_split($1::bigint, $2, $3::jsonb)"},
 };
 
 static int prepare_all(struct pepsi_worker *w)
 {
     for (size_t i = 0; i < sizeof statements / sizeof statements[0]; i++) {
-        PGresult *r = PQprepare(w->conn, statements[i].name, statements[i].sql, 0, NULL);
+        PGresult *r = PQprepare(w->core->conn, statements[i].name, statements[i].sql, 0, NULL);
         if (PQresultStatus(r) != PGRES_COMMAND_OK) {
             log_error(w->stage, "cannot prepare \"%s\": %s", statements[i].name,
-                      pgerr_message(w->conn, r));
+                      pgerr_message(w->core->conn, r));
             PQclear(r);
             return -1;
         }
         PQclear(r);
     }
-    w->prepared = true;
+    w->core->prepared = true;
     return 0;
 }
 
@@ -85,162 +90,47 @@ static int prepare_all(struct pepsi_worker *w)
 static int worker_connect(struct pepsi_worker *w, bool *overload)
 {
     char app[96];
-    if (w->conn) {
-        PQfinish(w->conn);
-        w->conn = NULL;
+    if (w->core->conn) {
+        PQfinish(w->core->conn);
+        w->core->conn = NULL;
     }
-    w->prepared = false;
+    w->core->prepared = false;
     snprintf(app, sizeof app, "pepsi-stage-%s", w->stage);
-    w->conn = conn_open(w->conninfo, w->conf.connect_timeout_ms, app, w->stage, overload);
-    if (w->conn == NULL)
+    w->core->conn = conn_open(w->core->conninfo, w->core->conf.connect_timeout_ms, app, w->stage, overload);
+    if (w->core->conn == NULL)
         return -1;
     /* Concurrent workers commit as a group; a lost advance is a repeated
      * stage, never a lost message (D-77). */
-    if (!w->conf.worker_synchronous_commit &&
-        conn_exec(w->conn, "set synchronous_commit = off", w->stage) != 0)
+    if (!w->core->conf.worker_synchronous_commit &&
+        conn_exec(w->core->conn, "set synchronous_commit = off", w->stage) != 0)
         return -1;
     return prepare_all(w);
 }
 
 PGresult *sdk_exec_prepared(struct pepsi_worker *w, const char *name, int n, const char *const *params)
 {
-    return PQexecPrepared(w->conn, name, n, params, NULL, NULL, 0);
+    return PQexecPrepared(w->core->conn, name, n, params, NULL, NULL, 0);
 }
 
 /* ---- answers ---- */
 
-/* Writes one status line with this pass's report (D-24, D-26). A runner
- * that is gone means we are done. */
-static void answer(struct pepsi_worker *w, int status, uint64_t usec)
+void sdk_answer(struct pepsi_worker *w, int status, const struct proto_report_entry *report, size_t n)
 {
-    struct proto_report_entry rep;
-    char line[256];
-    snprintf(rep.stage, sizeof rep.stage, "%s", w->stage);
-    rep.usec = (int64_t)usec;
-    size_t len = proto_format_status(line, sizeof line, status, &rep, 1);
+    char line[1024];
+    size_t len = proto_format_status(line, sizeof line, status, report, n);
     if (len == 0)
         len = proto_format_status(line, sizeof line, status, NULL, 0);
     size_t off = 0;
     while (off < len) {
-        ssize_t n = write(STDOUT_FILENO, line + off, len - off);
-        if (n < 0 && errno == EINTR)
+        ssize_t k = write(STDOUT_FILENO, line + off, len - off);
+        if (k < 0 && errno == EINTR)
             continue;
-        if (n <= 0) {
+        if (k <= 0) {
             log_error(w->stage, "cannot write to the dispatcher: %s", strerror(errno));
             exit(1);
         }
-        off += (size_t)n;
+        off += (size_t)k;
     }
-}
-
-/* Status for database trouble: 74, 75, or 0 when it is something else. */
-int sdk_trouble_status(struct pepsi_worker *w, const PGresult *res)
-{
-    switch (pgerr_classify(w->conn, res)) {
-    case PGERR_CONNECTION:
-        return EXIT_IOERR;
-    case PGERR_OVERLOAD:
-        return EXIT_TEMPFAIL;
-    default:
-        return 0;
-    }
-}
-
-/* ---- committing an outcome ---- */
-
-static char *patch_text(const struct pepsi_outcome *out)
-{
-    return out->state_patch ? json_dumps(out->state_patch, JSON_COMPACT) : NULL;
-}
-
-/* The host-error path (D-104..D-109): pause with backoff, or give up. */
-static PGresult *commit_host_error(struct pepsi_worker *w, const char *id, const char *reason)
-{
-    char lifetime[32];
-    snprintf(lifetime, sizeof lifetime, "%lld", (long long)w->section->max_lifetime_ms);
-    const char *params[] = {id, w->stage, reason, lifetime, w->section->bounce_stage};
-    /* D-106: every host-error retry is a warning under the stage's name. */
-    log_warning(w->stage, "host error on message %s: %s", id, reason);
-    return sdk_exec_prepared(w, "host_error", 5, params);
-}
-
-/* Runs the SQL call for the outcome; returns its result and sets *failed
- * when the row is left failed (status 1). */
-static PGresult *commit_call(struct pepsi_worker *w, const char *id, const struct pepsi_outcome *out,
-                             bool *failed)
-{
-    char ms[32];
-    char *patch = patch_text(out);
-    const char *next = out->next ? out->next : w->section->next;
-    PGresult *res;
-
-    *failed = false;
-    switch (out->kind) {
-    case PEPSI_ADVANCE:
-        if (next) {
-            const char *p[] = {id, w->stage, next, patch};
-            res = sdk_exec_prepared(w, "advance", 4, p);
-            break;
-        }
-        /* no next stage: the message is done */
-        __attribute__((fallthrough));
-    case PEPSI_FINISH: {
-        const char *p[] = {id, w->stage};
-        res = sdk_exec_prepared(w, "finish", 2, p);
-        break;
-    }
-    case PEPSI_PAUSE: {
-        snprintf(ms, sizeof ms, "%lld", (long long)(out->pause_ms > 0 ? out->pause_ms : 1000));
-        const char *p[] = {id, w->stage, ms, out->reason[0] ? out->reason : NULL, patch};
-        res = sdk_exec_prepared(w, "pause", 5, p);
-        break;
-    }
-    case PEPSI_FAIL: {
-        const char *p[] = {id, w->stage, out->reason[0] ? out->reason : "failed",
-                           out->failure_class ? out->failure_class : "permanent", patch};
-        res = sdk_exec_prepared(w, "fail", 5, p);
-        *failed = true;
-        break;
-    }
-    default:
-        res = commit_host_error(w, id, out->reason[0] ? out->reason : "host error");
-        break;
-    }
-    free(patch);
-    return res;
-}
-
-/* Commits the outcome in one call (D-76); returns the status to answer. */
-int sdk_commit(struct pepsi_worker *w, const char *id, const struct pepsi_outcome *out)
-{
-    bool failed;
-    PGresult *res = commit_call(w, id, out, &failed);
-    int status = sdk_trouble_status(w, res);
-    if (status == 0 && PQresultStatus(res) != PGRES_TUPLES_OK) {
-        const char *code = pgerr_sqlstate(res);
-        if (strcmp(code, "PX004") == 0 || strcmp(code, "PX005") == 0) {
-            log_warning(w->stage, "message %s moved on before its result was written: %s", id,
-                        pgerr_message(w->conn, res));
-        } else {
-            /* The database refused the result for another reason: a host
-             * error, never the message's fault (D-103). */
-            char reason[512];
-            snprintf(reason, sizeof reason, "stage %s: the database refused the result: %s (sqlstate %s)",
-                     w->stage, pgerr_message(w->conn, res), code);
-            PQclear(res);
-            res = commit_host_error(w, id, reason);
-            status = sdk_trouble_status(w, res);
-            if (status == 0 && PQresultStatus(res) != PGRES_TUPLES_OK) {
-                log_error(w->stage, "cannot record a host error for message %s: %s", id,
-                          pgerr_message(w->conn, res));
-                status = EXIT_IOERR;
-            }
-        }
-    } else if (status == 0 && failed) {
-        status = 1;
-    }
-    PQclear(res);
-    return status;
 }
 
 /* ---- loading ---- */
@@ -287,11 +177,12 @@ int sdk_message_from(struct pepsi_worker *w, PGresult *r, int row, int64_t id,
     m->subject = value_or_null(r, row, 7);
     m->state = json_loads(PQgetvalue(r, row, 8), 0, &err);
     m->arrived_at = PQgetvalue(r, row, 9);
-    if (w->def->loads_body && strcmp(PQgetvalue(r, row, 10), "t") == 0) {
+    m->overrides = PQgetisnull(r, row, 10) ? NULL : json_loads(PQgetvalue(r, row, 10), 0, &err);
+    if (w->def->loads_body && strcmp(PQgetvalue(r, row, 11), "t") == 0) {
         m->has_body = true;
-        m->headers = value_or_null(r, row, 11);
-        if (!PQgetisnull(r, row, 12))
-            m->body = PQunescapeBytea((const unsigned char *)PQgetvalue(r, row, 12), &m->body_len);
+        m->headers = value_or_null(r, row, 12);
+        if (!PQgetisnull(r, row, 13))
+            m->body = PQunescapeBytea((const unsigned char *)PQgetvalue(r, row, 13), &m->body_len);
     }
     return json_is_object(m->state) ? 0 : -1;
 }
@@ -302,6 +193,7 @@ void sdk_message_free(struct pepsi_message *m)
         free(m->recipients[i]);
     free(m->recipients);
     json_decref(m->state);
+    json_decref(m->overrides);
     if (m->body)
         PQfreemem((void *)m->body);
 }
@@ -312,74 +204,89 @@ void sdk_message_free(struct pepsi_message *m)
 int sdk_ensure_connection(struct pepsi_worker *w)
 {
     bool overload;
-    if (w->conn && PQstatus(w->conn) == CONNECTION_OK && w->prepared)
+    if (w->core->conn && PQstatus(w->core->conn) == CONNECTION_OK && w->core->prepared)
         return 0;
     if (worker_connect(w, &overload) == 0)
         return 0;
     return overload ? EXIT_TEMPFAIL : EXIT_IOERR;
 }
 
-/* A stage that needs nothing of the message commits without loading it:
- * one round trip per message. The result call alone checks that the row
- * is running at this stage (PX004/PX005 are answered like a skipped
- * message in sdk_commit()). */
-static int run_unloaded(struct pepsi_worker *w, int64_t id, const char *idtext)
+void sdk_bare_message(struct pepsi_worker *w, int64_t id, struct pepsi_message *m)
 {
-    struct pepsi_message m;
-    struct pepsi_outcome out;
-    memset(&m, 0, sizeof m);
-    memset(&out, 0, sizeof out);
-    m.id = id;
-    m.stage = w->stage;
-    m.tube = m.sender_key = "";
-    m.state = json_object();
-    out.kind = PEPSI_ADVANCE;
-    w->def->run(w, &m, &out);
-    int status = sdk_commit(w, idtext, &out);
-    json_decref(out.state_patch);
-    json_decref(m.state);
-    return status;
+    memset(m, 0, sizeof *m);
+    m->id = id;
+    m->stage = w->stage;
+    m->tube = m->sender_key = "";
+    m->state = json_object();
 }
 
-int sdk_run_message(struct pepsi_worker *w, int64_t id, const char *idtext)
+/* Runs the pass and commits it; the status and the report in *res. */
+static void pass_and_commit(struct pepsi_worker *w, struct pepsi_message *m, int level,
+                            const char *idtext, struct sdk_result *res)
 {
-    struct pepsi_message m;
-    struct pepsi_outcome out;
-    int status = sdk_ensure_connection(w);
-    if (status != 0)
-        return status;
-    if (w->def->skip_load)
-        return run_unloaded(w, id, idtext);
+    struct sdk_pass p;
+    sdk_pass(w, m, level, &p);
+    res->status = sdk_commit(p.at, w->stage, idtext, &p.out, m);
+    memcpy(res->report, p.report, p.n_report * sizeof p.report[0]);
+    res->n_report = p.n_report;
+    json_decref(p.out.state_patch);
+}
 
+/* Loads one message; 0 with *r set, 1 when it is not running here (skip
+ * it, answering 0), or the status to answer. */
+static int load_one(struct pepsi_worker *w, const char *idtext, PGresult **r)
+{
     const char *p[] = {idtext};
-    PGresult *r = sdk_exec_prepared(w, w->def->loads_body ? "load_body" : "load", 1, p);
-    if ((status = sdk_trouble_status(w, r)) != 0 || PQresultStatus(r) != PGRES_TUPLES_OK) {
+    *r = sdk_exec_prepared(w, w->def->loads_body ? "load_body" : "load", 1, p);
+    int status = sdk_trouble_status(w, *r);
+    if (status != 0 || PQresultStatus(*r) != PGRES_TUPLES_OK) {
         if (status == 0) {
-            log_error(w->stage, "cannot load message %s: %s", idtext, pgerr_message(w->conn, r));
+            log_error(w->stage, "cannot load message %s: %s", idtext, pgerr_message(w->core->conn, *r));
             status = EXIT_IOERR; /* deferred without blame; the cause is ours */
         }
-        PQclear(r);
+        PQclear(*r);
         return status;
     }
-    if (PQntuples(r) == 0 || strcmp(PQgetvalue(r, 0, 1), "running") != 0 ||
-        strcmp(PQgetvalue(r, 0, 0), w->stage) != 0) {
+    if (PQntuples(*r) == 0 || strcmp(PQgetvalue(*r, 0, 1), "running") != 0 ||
+        strcmp(PQgetvalue(*r, 0, 0), w->stage) != 0) {
         log_warning(w->stage, "message %s is not running at this stage; skipping it", idtext);
-        PQclear(r);
-        return 0;
+        PQclear(*r);
+        return SDK_MOVED_ON;
     }
-    memset(&out, 0, sizeof out);
+    return 0;
+}
+
+void sdk_run_message(struct pepsi_worker *w, int64_t id, const char *idtext, struct sdk_result *res)
+{
+    struct pepsi_message m;
+    PGresult *r;
+    memset(res, 0, sizeof *res);
+    if ((res->status = sdk_ensure_connection(w)) != 0)
+        return;
+    if (w->def->skip_load) {
+        /* Nothing of the message is needed: the result call alone checks
+         * that the row is running here; one round trip a message. */
+        sdk_bare_message(w, id, &m);
+        pass_and_commit(w, &m, SDK_LOAD_NONE, idtext, res);
+        json_decref(m.state);
+        return;
+    }
+    int st = load_one(w, idtext, &r);
+    if (st != 0) {
+        res->status = st == SDK_MOVED_ON ? 0 : st;
+        return;
+    }
     if (sdk_message_from(w, r, 0, id, &m) != 0) {
-        out.kind = PEPSI_FAIL;
+        struct pepsi_outcome out = {.kind = PEPSI_FAIL};
         pepsi_outcome_reason(&out, "stage %s: the message state is not a JSON object", w->stage);
+        res->status = sdk_commit(w, w->stage, idtext, &out, &m);
+    } else if ((st = sdk_split(w, &m, idtext)) != 0) {
+        res->status = st == SDK_MOVED_ON ? 0 : st;
     } else {
-        out.kind = PEPSI_ADVANCE;
-        w->def->run(w, &m, &out);
+        pass_and_commit(w, &m, sdk_load_level(w->def), idtext, res);
     }
-    status = sdk_commit(w, idtext, &out);
-    json_decref(out.state_patch);
     sdk_message_free(&m);
     PQclear(r);
-    return status;
 }
 
 /* ---- reading ids ---- */
@@ -388,17 +295,17 @@ int sdk_run_message(struct pepsi_worker *w, int64_t id, const char *idtext)
  * Returns its length, -1 at EOF or error, -2 when told to terminate. */
 ssize_t sdk_buffered_line(struct pepsi_worker *w, char *line, size_t cap)
 {
-    char *nl = memchr(w->rbuf, '\n', w->rlen);
+    char *nl = memchr(w->core->rbuf, '\n', w->core->rlen);
     if (nl == NULL)
         return -1;
-    size_t len = (size_t)(nl - w->rbuf);
+    size_t len = (size_t)(nl - w->core->rbuf);
     if (len >= cap)
         len = cap - 1;
-    memcpy(line, w->rbuf, len);
+    memcpy(line, w->core->rbuf, len);
     line[len] = '\0';
-    size_t used = (size_t)(nl - w->rbuf) + 1;
-    memmove(w->rbuf, w->rbuf + used, w->rlen - used);
-    w->rlen -= used;
+    size_t used = (size_t)(nl - w->core->rbuf) + 1;
+    memmove(w->core->rbuf, w->core->rbuf + used, w->core->rlen - used);
+    w->core->rlen -= used;
     return (ssize_t)len;
 }
 
@@ -410,14 +317,14 @@ static ssize_t read_line(struct pepsi_worker *w, char *line, size_t cap)
             return len;
         if (terminate)
             return -2;
-        if (w->rlen == sizeof w->rbuf)
+        if (w->core->rlen == sizeof w->core->rbuf)
             return -1; /* no id is this long */
-        ssize_t n = read(STDIN_FILENO, w->rbuf + w->rlen, sizeof w->rbuf - w->rlen);
+        ssize_t n = read(STDIN_FILENO, w->core->rbuf + w->core->rlen, sizeof w->core->rbuf - w->core->rlen);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
             return -1;
-        w->rlen += (size_t)n;
+        w->core->rlen += (size_t)n;
     }
 }
 
@@ -433,7 +340,7 @@ static int serve_ids(struct pepsi_worker *w)
     char line[64];
     ssize_t len;
     int64_t ids[SDK_MAX_BATCH];
-    int status[SDK_MAX_BATCH];
+    static struct sdk_result results[SDK_MAX_BATCH];
     size_t max = (size_t)w->section->queue_limit;
     if (max > SDK_MAX_BATCH)
         max = SDK_MAX_BATCH;
@@ -446,22 +353,20 @@ static int serve_ids(struct pepsi_worker *w)
         if (more < 0)
             return 1;
         size_t n = 1 + (size_t)more;
-        uint64_t t0 = now_us();
         if (n == 1)
-            status[0] = sdk_run_message(w, ids[0], line);
+            sdk_run_message(w, ids[0], line, &results[0]);
         else
-            sdk_run_batch(w, ids, n, status);
-        /* One status line per id, in order (D-72); the batch's time shared. */
-        uint64_t each = (now_us() - t0) / n;
+            sdk_run_batch(w, ids, n, results);
+        /* One status line per id, in order (D-72), with its stages' times. */
         for (size_t i = 0; i < n; i++)
-            answer(w, status[i], each);
+            sdk_answer(w, results[i].status, results[i].report, results[i].n_report);
     }
     return 0;
 }
 
 /* ---- start-up ---- */
 
-static int check_own_keys(struct pepsi_worker *w)
+int sdk_check_own_keys(struct pepsi_worker *w)
 {
     for (size_t i = 0; i < w->section->n_own; i++) {
         const struct conf_kv *kv = &w->section->own[i];
@@ -470,7 +375,7 @@ static int check_own_keys(struct pepsi_worker *w)
             known = strcmp(*k, kv->key) == 0;
         if (!known) {
             log_error(w->stage, "%s:%d: key \"%s\" in [stage-%s]: not a key of pepsi-stage-%s",
-                      w->conf.path, kv->line, kv->key, w->stage, w->def->program);
+                      w->core->conf.path, kv->line, kv->key, w->stage, w->def->program);
             return -1;
         }
     }
@@ -486,7 +391,7 @@ static int load_file(struct pepsi_worker *w, const char *path)
         log_error("worker", "PEPSI_STAGE is not set: a worker is started by pepsi-runner serve");
         return EXIT_CONFIG;
     }
-    if (conf_load(path, &w->conf, err, sizeof err) != 0) {
+    if (conf_load(path, &w->core->conf, err, sizeof err) != 0) {
         log_error(w->stage, "%s", err);
         return EXIT_CONFIG;
     }
@@ -500,9 +405,9 @@ static int load_file(struct pepsi_worker *w, const char *path)
 static int load_overlay(struct pepsi_worker *w, const char *path)
 {
     char err[1024];
-    PGresult *res = PQexec(w->conn, "select section, key, value from pepsi.config_overlay()");
+    PGresult *res = PQexec(w->core->conn, "select section, key, value from pepsi.config_overlay()");
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-        log_error(w->stage, "cannot read the configuration overlay: %s", pgerr_message(w->conn, res));
+        log_error(w->stage, "cannot read the configuration overlay: %s", pgerr_message(w->core->conn, res));
         PQclear(res);
         return 1;
     }
@@ -517,8 +422,8 @@ static int load_overlay(struct pepsi_worker *w, const char *path)
         rows[i].key = PQgetvalue(res, i, 1);
         rows[i].value = PQgetisnull(res, i, 2) ? NULL : PQgetvalue(res, i, 2);
     }
-    conf_free(&w->conf);
-    int rc = conf_load_overlay(path, rows, (size_t)n, &w->conf, err, sizeof err);
+    conf_free(&w->core->conf);
+    int rc = conf_load_overlay(path, rows, (size_t)n, &w->core->conf, err, sizeof err);
     free(rows);
     PQclear(res);
     if (rc != 0) {
@@ -532,15 +437,15 @@ static int load_overlay(struct pepsi_worker *w, const char *path)
 static int load_section(struct pepsi_worker *w)
 {
     char err[1024];
-    w->section = conf_stage(&w->conf, w->stage);
+    w->section = conf_stage(&w->core->conf, w->stage);
     if (w->section == NULL) {
-        log_error(w->stage, "%s has no [stage-%s] section (file and overlay)", w->conf.path, w->stage);
+        log_error(w->stage, "%s has no [stage-%s] section (file and overlay)", w->core->conf.path, w->stage);
         return EXIT_CONFIG;
     }
-    if (check_own_keys(w) != 0)
+    if (sdk_check_own_keys(w) != 0)
         return EXIT_CONFIG;
     if (w->def->setup && w->def->setup(w, err, sizeof err) != 0) {
-        log_error(w->stage, "%s:%d: [stage-%s]: %s", w->conf.path, w->section->line, w->stage, err);
+        log_error(w->stage, "%s:%d: [stage-%s]: %s", w->core->conf.path, w->section->line, w->stage, err);
         w->section = NULL; /* nothing to tear down */
         return EXIT_CONFIG;
     }
@@ -556,10 +461,10 @@ static int start_worker(struct pepsi_worker *w, const char *config_path)
     if (code != 0)
         return code;
     const char *ci = getenv("PEPSI_CONNINFO");
-    w->conninfo = xstrdup(ci ? ci : w->conf.conninfo);
+    w->core->conninfo = xstrdup(ci ? ci : w->core->conf.conninfo);
     if (worker_connect(w, &overload) != 0)
         return overload ? EXIT_TEMPFAIL : 1;
-    if (schema_verify(w->conn, w->stage) != SCHEMA_CURRENT)
+    if (schema_verify(w->core->conn, w->stage) != SCHEMA_CURRENT)
         return EXIT_CONFIG; /* D-91: refuse, the stage waits for the fix */
     code = load_overlay(w, path);
     return code != 0 ? code : load_section(w);
@@ -578,10 +483,14 @@ static void install_signals(void)
 
 int pepsi_worker_main(const struct pepsi_stage_def *def, const char *config_path)
 {
+    struct sdk_core core;
     struct pepsi_worker w;
+    memset(&core, 0, sizeof core);
     memset(&w, 0, sizeof w);
     w.def = def;
     w.stage = getenv("PEPSI_STAGE");
+    w.core = &core;
+    core.fused_by = w.stage ? w.stage : "worker";
     install_signals();
 
     int code = start_worker(&w, config_path);
@@ -594,9 +503,10 @@ int pepsi_worker_main(const struct pepsi_stage_def *def, const char *config_path
     }
     if (def->teardown && w.section)
         def->teardown(&w);
-    if (w.conn)
-        PQfinish(w.conn);
-    conf_free(&w.conf);
-    free((char *)w.conninfo);
+    sdk_fusion_free(&core);
+    if (core.conn)
+        PQfinish(core.conn);
+    conf_free(&core.conf);
+    free(core.conninfo);
     return code;
 }

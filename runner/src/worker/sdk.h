@@ -39,6 +39,7 @@ struct pepsi_message {
     const char *headers;
     const unsigned char *body;
     size_t body_len;
+    json_t *overrides;               /* borrowed: per-address settings by stage and address, or NULL */
 };
 
 enum pepsi_outcome_kind {
@@ -66,6 +67,7 @@ struct pepsi_stage_def {
     bool loads_body;                 /* loads the header block and body (D-73) */
     bool skip_load;                  /* its outcome needs nothing of the message: no load query;
                                         run() sees only id, stage and an empty state */
+    bool fusion_default;             /* FUSION when the section does not say (D-127) */
     const char *const *own_keys;     /* its own [stage-*] keys, NULL-terminated; others refuse */
     /* Checks the section once at start; -1 with a message refuses (78). */
     int (*setup)(struct pepsi_worker *w, char *err, size_t errlen);
@@ -73,6 +75,14 @@ struct pepsi_stage_def {
     void (*run)(struct pepsi_worker *w, const struct pepsi_message *m, struct pepsi_outcome *out);
     /* Releases what setup made; may be NULL. */
     void (*teardown)(struct pepsi_worker *w);
+    /* Checks a per-address override of one of its own keys (D-114); -1
+     * with a message makes it a permanent error for that message. May be
+     * NULL: any value is taken. */
+    int (*check_option)(struct pepsi_worker *w, const char *key, const char *value, char *err,
+                        size_t errlen);
+    /* Whether it can run on this message with the metadata alone, when
+     * fused behind a stage that loaded no body (D-131). NULL: by loads_body. */
+    bool (*runs_on_metadata)(struct pepsi_worker *w, const struct pepsi_message *m);
 };
 
 /* The worker's stage name (PEPSI_STAGE), its section and the whole file. */
@@ -83,6 +93,16 @@ const struct conf *pepsi_worker_conf(const struct pepsi_worker *w);
 /* A stage's private data, set by setup. */
 void *pepsi_worker_data(const struct pepsi_worker *w);
 void pepsi_worker_set_data(struct pepsi_worker *w, void *data);
+
+/* The value of the stage's own key for this message: the per-address
+ * override of its correspondent when there is one (D-122), else the
+ * section's. NULL when neither has the key. m may be NULL. */
+const char *pepsi_option(const struct pepsi_worker *w, const struct pepsi_message *m, const char *key);
+
+/* The built-in stages a worker may fuse (D-126, D-128): the multi-call
+ * binary registers its table before pepsi_worker_main; a stage program of
+ * its own registers nothing and never fuses. */
+void pepsi_sdk_builtins(const struct pepsi_stage_def *(*find)(const char *program));
 
 /* Fills a reason with printf formatting (truncated to fit). */
 void pepsi_outcome_reason(struct pepsi_outcome *out, const char *fmt, ...)

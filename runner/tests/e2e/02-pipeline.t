@@ -8,6 +8,8 @@ plan 10
 conf=$E2E_DIR/pepsi.conf
 # A long POLL_INTERVAL and STATS_INTERVAL: neither the heartbeat nor the
 # interval flush can be what moves the messages or writes the figures.
+# FUSION = no: every hop goes through the dispatcher (fusion has its own
+# test, 40-fusion.t).
 write_conf "$conf" POLL_INTERVAL=60s STATS_INTERVAL=60s <<EOF
 [stage-a]
 PROGRAM = pepsi-stage-pass
@@ -15,10 +17,12 @@ NEXT = b
 
 [stage-b]
 PROGRAM = pepsi-stage-pass
+FUSION = no
 NEXT = c
 
 [stage-c]
 PROGRAM = pepsi-stage-pass
+FUSION = no
 EOF
 
 ok "runner starts" start_runner "$conf"

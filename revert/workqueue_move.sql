@@ -1,0 +1,7 @@
+-- Revert pepsi:workqueue_move from pg
+
+begin;
+
+drop function pepsi.workqueue_move(bigint, text, text);
+
+commit;

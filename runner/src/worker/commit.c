@@ -1,0 +1,207 @@
+/* worker/commit.c — writing what a pass decided, one SQL call each
+ * (D-74..D-76), and the recipient split before a stage runs (D-124). */
+#include "worker/sdk_internal.h"
+
+#include "log.h"
+#include "pgerr.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int sdk_trouble_status(struct pepsi_worker *w, const PGresult *res)
+{
+    switch (pgerr_classify(w->core->conn, res)) {
+    case PGERR_CONNECTION:
+        return EXIT_IOERR;
+    case PGERR_OVERLOAD:
+        return EXIT_TEMPFAIL;
+    default:
+        return 0;
+    }
+}
+
+static bool moved_on(const PGresult *res)
+{
+    const char *code = pgerr_sqlstate(res);
+    return strcmp(code, "PX004") == 0 || strcmp(code, "PX005") == 0;
+}
+
+static char *patch_text(const struct pepsi_outcome *out)
+{
+    return out->state_patch ? json_dumps(out->state_patch, JSON_COMPACT) : NULL;
+}
+
+/* MAX_LIFETIME and BOUNCE_STAGE of stage s for message m: a per-address
+ * override (checked before the stage ran) or the section's. */
+static void lifetime_of(struct pepsi_worker *s, const struct pepsi_message *m, char *ms, size_t cap,
+                        const char **bounce)
+{
+    int64_t lifetime = s->section->max_lifetime_ms;
+    json_t *opts = sdk_message_overrides(m, s->stage);
+    const char *v = json_string_value(json_object_get(opts, "MAX_LIFETIME"));
+    if (v)
+        conf_parse_duration(v, &lifetime);
+    snprintf(ms, cap, "%lld", (long long)lifetime);
+    v = json_string_value(json_object_get(opts, "BOUNCE_STAGE"));
+    *bounce = v ? v : s->section->bounce_stage;
+}
+
+/* The host-error path of stage s (D-104..D-109): pause with backoff, or
+ * give up after MAX_LIFETIME. */
+static PGresult *commit_host_error(struct pepsi_worker *s, const struct pepsi_message *m, const char *id,
+                                   const char *reason)
+{
+    char lifetime[32];
+    const char *bounce;
+    lifetime_of(s, m, lifetime, sizeof lifetime, &bounce);
+    const char *params[] = {id, s->stage, reason, lifetime, bounce};
+    /* D-106: every host-error retry is a warning under the stage's name. */
+    log_warning(s->stage, "host error on message %s: %s", id, reason);
+    return sdk_exec_prepared(s, "host_error", 5, params);
+}
+
+/* The SQL call for the outcome decided at stage s, the row being at
+ * row_stage; sets *failed when the row is left failed (status 1). */
+static PGresult *commit_call(struct pepsi_worker *s, const char *row_stage, const char *id,
+                             const struct pepsi_outcome *out, const struct pepsi_message *m, bool *failed)
+{
+    char ms[32];
+    char *patch = patch_text(out);
+    const char *next = out->next ? out->next : s->section->next;
+    PGresult *res;
+
+    *failed = false;
+    switch (out->kind) {
+    case PEPSI_ADVANCE:
+        if (next) {
+            const char *p[] = {id, row_stage, next, patch};
+            res = sdk_exec_prepared(s, "advance", 4, p);
+            break;
+        }
+        /* no next stage: the message is done */
+        __attribute__((fallthrough));
+    case PEPSI_FINISH: {
+        const char *p[] = {id, row_stage};
+        res = sdk_exec_prepared(s, "finish", 2, p);
+        break;
+    }
+    case PEPSI_PAUSE: {
+        snprintf(ms, sizeof ms, "%lld", (long long)(out->pause_ms > 0 ? out->pause_ms : 1000));
+        const char *p[] = {id, s->stage, ms, out->reason[0] ? out->reason : NULL, patch};
+        res = sdk_exec_prepared(s, "pause", 5, p);
+        break;
+    }
+    case PEPSI_FAIL: {
+        const char *p[] = {id, s->stage, out->reason[0] ? out->reason : "failed",
+                           out->failure_class ? out->failure_class : "permanent", patch};
+        res = sdk_exec_prepared(s, "fail", 5, p);
+        *failed = true;
+        break;
+    }
+    default:
+        res = commit_host_error(s, m, id, out->reason[0] ? out->reason : "host error");
+        break;
+    }
+    free(patch);
+    return res;
+}
+
+/* A fused stage that pauses, fails or hits a host error: the chain up to
+ * it is committed first, the row moved to that stage, still running, so
+ * that the error is handled there and a retry resumes there (D-115). */
+static int move_to(struct pepsi_worker *s, const char *row_stage, const char *id)
+{
+    const char *p[] = {id, row_stage, s->stage};
+    PGresult *res = sdk_exec_prepared(s, "move", 3, p);
+    int status = sdk_trouble_status(s, res);
+    if (status == 0 && PQresultStatus(res) != PGRES_TUPLES_OK) {
+        if (moved_on(res))
+            log_warning(s->stage, "message %s moved on before its result was written", id);
+        else
+            log_error(s->stage, "cannot move message %s to stage %s: %s", id, s->stage,
+                      pgerr_message(s->core->conn, res));
+        status = moved_on(res) ? SDK_MOVED_ON : EXIT_IOERR;
+    }
+    PQclear(res);
+    return status;
+}
+
+static bool ends_elsewhere(const struct pepsi_outcome *out)
+{
+    return out->kind == PEPSI_PAUSE || out->kind == PEPSI_FAIL || out->kind == PEPSI_HOST_ERROR;
+}
+
+int sdk_commit(struct pepsi_worker *s, const char *row_stage, const char *id,
+               const struct pepsi_outcome *out, const struct pepsi_message *m)
+{
+    bool failed;
+    if (ends_elsewhere(out) && strcmp(row_stage, s->stage) != 0) {
+        int st = move_to(s, row_stage, id);
+        if (st != 0)
+            return st == SDK_MOVED_ON ? 0 : st;
+    }
+    PGresult *res = commit_call(s, row_stage, id, out, m, &failed);
+    int status = sdk_trouble_status(s, res);
+    if (status == 0 && PQresultStatus(res) != PGRES_TUPLES_OK) {
+        if (moved_on(res)) {
+            log_warning(s->stage, "message %s moved on before its result was written: %s", id,
+                        pgerr_message(s->core->conn, res));
+        } else {
+            /* The database refused the result for another reason: a host
+             * error, never the message's fault (D-103). */
+            char reason[512];
+            snprintf(reason, sizeof reason, "stage %s: the database refused the result: %s (sqlstate %s)",
+                     s->stage, pgerr_message(s->core->conn, res), pgerr_sqlstate(res));
+            PQclear(res);
+            res = commit_host_error(s, m, id, reason);
+            status = sdk_trouble_status(s, res);
+            if (status == 0 && PQresultStatus(res) != PGRES_TUPLES_OK) {
+                log_error(s->stage, "cannot record a host error for message %s: %s", id,
+                          pgerr_message(s->core->conn, res));
+                status = EXIT_IOERR;
+            }
+        }
+    } else if (status == 0 && failed) {
+        status = 1;
+    }
+    PQclear(res);
+    return status;
+}
+
+/* Keeps the first group's recipients on the message in memory. */
+static void keep_first_group(struct pepsi_message *m, json_t *groups)
+{
+    json_t *first = json_array_get(groups, 0);
+    for (size_t i = 0; i < m->n_recipients; i++)
+        free(m->recipients[i]);
+    m->n_recipients = 0;
+    size_t i;
+    json_t *v;
+    json_array_foreach(first, i, v)
+        m->recipients[m->n_recipients++] = xstrdup(json_string_value(v));
+}
+
+int sdk_split(struct pepsi_worker *w, struct pepsi_message *m, const char *id)
+{
+    json_t *groups = sdk_split_groups(m, w->stage);
+    if (groups == NULL)
+        return 0; /* D-125: recipients that agree are never split */
+    char *text = json_dumps(groups, JSON_COMPACT);
+    const char *p[] = {id, w->stage, text};
+    PGresult *res = text ? sdk_exec_prepared(w, "split", 3, p) : NULL;
+    free(text);
+    int status = res ? sdk_trouble_status(w, res) : EXIT_IOERR;
+    if (status == 0 && PQresultStatus(res) != PGRES_TUPLES_OK) {
+        log_error(w->stage, "cannot split message %s: %s", id, pgerr_message(w->core->conn, res));
+        status = moved_on(res) ? SDK_MOVED_ON : EXIT_IOERR;
+    } else if (status == 0) {
+        log_debug(w->stage, "split message %s into %zu by per-address settings: new %s", id,
+                  json_array_size(groups), PQgetvalue(res, 0, 0));
+        keep_first_group(m, groups);
+    }
+    PQclear(res);
+    json_decref(groups);
+    return status;
+}
