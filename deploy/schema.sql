@@ -11,6 +11,11 @@
 --          or running at another stage): no double completion
 --   PX006  invalid tube name
 --   PX007  invalid failure class
+--   PX010  invalid webhook provider definition (name, scheme, secrets,
+--          tolerance, id source, signature options, stage or tube)
+--   PX011  unknown webhook provider
+--   PX012  invalid webhook event (external id, payload, headers)
+--   PX013  webhook provider routes its events into the pipeline: not pulled
 
 begin;
 

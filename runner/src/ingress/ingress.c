@@ -1,12 +1,262 @@
-/* ingress/ingress.c — placeholder until the ingress issue lands. */
+/* ingress/ingress.c — `pepsi-runner ingress`: start-up, the control loop
+ * and shutdown. Threads:
+ *   - the HTTP threads (server.c) verify requests and queue events;
+ *   - the writers (writer.c) store bursts of events, one commit each;
+ *   - this thread: signals, and a listening connection that reloads the
+ *     providers on NOTIFY webhook_provider_changed (and every
+ *     RELOAD_INTERVAL, and after reconnecting, since notifications sent
+ *     while it was away are lost).
+ * Start-up connects first and refuses to run without the database (exit
+ * 1) or with another schema than this build's (exit 78, D-12); then it
+ * loads the providers, connects the writers, binds, and tells systemd
+ * READY=1. SIGTERM or SIGINT: stop accepting connections, answer 503 to
+ * what is verified from then on, write what is queued, answer it, exit 0. */
 #include "ingress/ingress.h"
 
+#include "conn.h"
+#include "ingress/iconf.h"
+#include "ingress/metrics.h"
+#include "ingress/provider.h"
+#include "ingress/server.h"
+#include "ingress/writer.h"
 #include "log.h"
+#include "pgerr.h"
+#include "schema.h"
+#include "util.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#define COMPONENT "ingress"
+#define CHANNEL "webhook_provider_changed"
+#define LISTENER_RETRY_MS 2000
+#define STATUS_EVERY_MS 10000
+#define DRAIN_MS 10000          /* how long shutdown waits for answers to be sent */
+
+struct ingress {
+    struct conf *conf;
+    struct ingress_conf ic;
+    struct metrics metrics;
+    struct provider_cache providers;
+    PGconn *listener;
+    uint64_t next_listener_ms;  /* when to reconnect the listener */
+    uint64_t next_reload_ms;    /* the safety-net reload */
+    uint64_t next_status_ms;
+    struct writer_pool *writers;
+    struct server *server;
+    int sigfd;
+};
+
+/* ---- providers ---- */
+
+/* Loads the providers on the listener connection; 0 or -1 (logged). */
+static int reload_providers(struct ingress *g)
+{
+    PGresult *r = PQexec(g->listener, "select * from pepsi.webhook_provider_list()");
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        log_error(COMPONENT, "cannot load the webhook providers: %s", pgerr_message(g->listener, r));
+        PQclear(r);
+        return -1;
+    }
+    struct provider_set *set = provider_set_from_result(r);
+    PQclear(r);
+    size_t n = set->n;
+    provider_cache_swap(&g->providers, set);
+    atomic_fetch_add(&g->metrics.provider_reloads, 1);
+    atomic_store(&g->metrics.providers, n);
+    log_info(COMPONENT, "loaded %zu webhook provider(s)", n);
+    if (g->ic.reload_interval_ms > 0)
+        g->next_reload_ms = now_ms() + (uint64_t)g->ic.reload_interval_ms;
+    return 0;
+}
+
+/* ---- the listening connection ---- */
+
+static void listener_drop(struct ingress *g)
+{
+    if (g->listener)
+        PQfinish(g->listener);
+    g->listener = NULL;
+    g->next_listener_ms = now_ms() + LISTENER_RETRY_MS;
+}
+
+/* Connects, LISTENs and reloads; 0 or -1 (then retried later). */
+static int listener_connect(struct ingress *g, bool check_schema, int *code)
+{
+    g->listener = conn_open(g->conf->conninfo, g->conf->connect_timeout_ms, "pepsi-ingress", COMPONENT, NULL);
+    *code = 1;
+    if (g->listener == NULL) {
+        g->next_listener_ms = now_ms() + LISTENER_RETRY_MS;
+        return -1;
+    }
+    if (check_schema) {
+        enum schema_verdict v = schema_verify(g->listener, COMPONENT);
+        if (v != SCHEMA_CURRENT) {
+            *code = v == SCHEMA_ERROR ? 1 : EXIT_CONFIG;
+            listener_drop(g);
+            return -1;
+        }
+    }
+    if (conn_exec(g->listener, "listen " CHANNEL, COMPONENT) != 0 || reload_providers(g) != 0) {
+        listener_drop(g);
+        return -1;
+    }
+    *code = 0;
+    return 0;
+}
+
+/* Reads what arrived on the listener: a notification means reload. */
+static void listener_input(struct ingress *g)
+{
+    bool reload = false;
+    if (PQconsumeInput(g->listener) != 1) {
+        log_warning(COMPONENT, "lost the provider listener connection: %s; reconnecting",
+                    pgerr_message(g->listener, NULL));
+        listener_drop(g);
+        return;
+    }
+    PGnotify *n;
+    while ((n = PQnotifies(g->listener)) != NULL) {
+        reload = true;
+        PQfreemem(n);
+    }
+    if (reload && reload_providers(g) != 0)
+        listener_drop(g);
+}
+
+/* ---- the control loop ---- */
+
+static void housekeeping(struct ingress *g)
+{
+    uint64_t now = now_ms();
+    int code;
+    if (g->listener == NULL && now >= g->next_listener_ms && listener_connect(g, false, &code) == 0)
+        log_notice(COMPONENT, "provider listener reconnected");
+    if (g->listener && g->ic.reload_interval_ms > 0 && now >= g->next_reload_ms && reload_providers(g) != 0)
+        listener_drop(g);
+    if (now >= g->next_status_ms) {
+        g->next_status_ms = now + STATUS_EVERY_MS;
+        sd_notifyf(0, "STATUS=accepted %llu, duplicates %llu, %zu provider(s), database %s",
+                   (unsigned long long)atomic_load(&g->metrics.accepted),
+                   (unsigned long long)atomic_load(&g->metrics.duplicates), provider_cache_count(&g->providers),
+                   writer_pool_database_up(g->writers) ? "up" : "down");
+    }
+}
+
+/* Runs until SIGTERM or SIGINT. */
+static void control_loop(struct ingress *g)
+{
+    for (;;) {
+        struct pollfd p[2] = {{g->sigfd, POLLIN, 0}, {-1, POLLIN, 0}};
+        if (g->listener)
+            p[1].fd = PQsocket(g->listener);
+        if (poll(p, 2, 1000) < 0 && errno != EINTR) {
+            log_error(COMPONENT, "poll failed: %s", strerror(errno));
+            return;
+        }
+        if (p[0].revents & POLLIN) {
+            struct signalfd_siginfo si;
+            if (read(g->sigfd, &si, sizeof si) == (ssize_t)sizeof si)
+                log_info(COMPONENT, "received %s", strsignal((int)si.ssi_signo));
+            return;
+        }
+        if (g->listener && (p[1].revents & (POLLIN | POLLHUP | POLLERR)))
+            listener_input(g);
+        housekeeping(g);
+    }
+}
+
+/* ---- start and stop ---- */
+
+/* SIGINT and SIGTERM are blocked in every thread (the HTTP and writer
+ * threads inherit the mask) and read here through a signalfd. */
+static int signals_setup(struct ingress *g)
+{
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    if (pthread_sigmask(SIG_BLOCK, &set, NULL) != 0)
+        return -1;
+    signal(SIGPIPE, SIG_IGN);
+    g->sigfd = signalfd(-1, &set, SFD_CLOEXEC);
+    return g->sigfd < 0 ? -1 : 0;
+}
+
+static int start(struct ingress *g)
+{
+    int code;
+    if (listener_connect(g, true, &code) != 0)
+        return code;
+    struct writer_settings ws = {g->conf->conninfo, g->conf->connect_timeout_ms, g->ic.commit_timeout_ms,
+                                 g->ic.writers, g->ic.burst_max};
+    g->writers = writer_pool_start(&ws, &g->metrics);
+    if (g->writers == NULL)
+        return 1;
+    struct server_env env = {&g->ic, &g->providers, g->writers, &g->metrics};
+    g->server = server_start(&env);
+    if (g->server == NULL)
+        return 1;
+    log_info(COMPONENT, "listening on %s port %d: %zu provider(s), %d writer(s), %d HTTP thread(s)", g->ic.listen,
+             server_port(g->server), provider_cache_count(&g->providers), g->ic.writers, g->ic.threads);
+    sd_notifyf(0, "READY=1\nSTATUS=listening on %s port %d\nMAINPID=%lu", g->ic.listen, server_port(g->server),
+               (unsigned long)getpid());
+    return 0;
+}
+
+static void stop(struct ingress *g)
+{
+    if (g->server) {
+        sd_notify(0, "STOPPING=1");
+        server_quiesce(g->server);
+    }
+    /* Writes and answers what is queued; from now on a verified request
+     * is answered 503 (never 2xx unstored) until the server stops. */
+    writer_pool_stop(g->writers);
+    if (g->server) {
+        int left = server_wait_answered(g->server, DRAIN_MS);
+        if (left > 0)
+            log_warning(COMPONENT, "%d answer(s) not sent before shutdown", left);
+        server_stop(g->server);
+        g->server = NULL;
+    }
+    writer_pool_free(g->writers); /* no HTTP thread is left to reach it */
+    g->writers = NULL;
+    if (g->listener)
+        PQfinish(g->listener);
+    g->listener = NULL;
+}
 
 int ingress_serve(struct conf *conf, const char *config_path)
 {
-    (void)conf;
-    (void)config_path;
-    log_error("ingress", "the webhook ingress is not built yet");
-    return 1;
+    struct ingress g;
+    char err[1024];
+    memset(&g, 0, sizeof g);
+    g.conf = conf;
+    g.sigfd = -1;
+    if (iconf_load(conf, &g.ic, err, sizeof err) != 0) {
+        log_error(COMPONENT, "%s", err);
+        return 1;
+    }
+    if (provider_cache_init(&g.providers) != 0 || signals_setup(&g) != 0) {
+        log_error(COMPONENT, "cannot set up: %s", strerror(errno));
+        return 1;
+    }
+    log_info(COMPONENT, "starting with %s", config_path ? config_path : conf->path);
+    int code = start(&g);
+    if (code == 0)
+        control_loop(&g);
+    stop(&g);
+    provider_cache_destroy(&g.providers);
+    close(g.sigfd);
+    if (code == 0)
+        log_info(COMPONENT, "stopped");
+    return code;
 }

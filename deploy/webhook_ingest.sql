@@ -1,0 +1,223 @@
+-- Deploy pepsi:webhook_ingest to pg
+-- requires: webhook_events
+-- requires: workqueue_inject
+--
+-- Storing verified events: a burst of many events in one call, one
+-- statement and one commit, and at most one NOTIFY workqueue (D-32).
+-- The ingress calls it only for requests whose signature it has verified
+-- (W-04..W-06), on a connection with synchronous_commit on (D-78), and
+-- answers 2xx only once the call has returned, that is after the commit.
+
+begin;
+
+create function pepsi.webhook_events_ingest(p_events jsonb, p_payloads bytea default null)
+returns table (ord int, webhook_event_id bigint, outcome text, workqueue_id bigint)
+language plpgsql
+security definer
+set search_path = pg_catalog, pepsi, pg_temp
+as $$
+-- Stores a burst of verified events and returns one row per event, in
+-- input order. p_events is a JSON array of objects: provider, external_id,
+-- headers (object, optional), received_at (optional, default now()), and
+-- either payload_length (the event's bytes are the next payload_length
+-- bytes of p_payloads: raw bytes need no escaping) or payload (text,
+-- stored as UTF-8).
+--
+-- One statement writes every event (W-09..W-13), with exactly the
+-- article's upsert, keyed on (provider, external_id):
+--   INSERT ... ON CONFLICT (provider, external_id) DO UPDATE
+--      SET payload = EXCLUDED.payload, received_at = EXCLUDED.received_at
+--    WHERE webhook_events.processed_at IS NULL
+-- (headers are refreshed with the payload they came with). No existence
+-- check comes first (W-10). In the same statement, each event that is new
+-- and whose provider routes into the pipeline becomes a message at the
+-- provider's stage and tube (body: the payload, header block: the
+-- headers; state: webhook_event, webhook_provider, external_id; origin
+-- user webhook:<provider>, so fair scheduling shares stages between
+-- providers). Its finish marks the event processed (webhook_events).
+--
+-- Outcome per event:
+--   new        stored now (and queued, for a pipeline provider)
+--   refreshed  known and not processed yet: payload and received_at updated (W-11)
+--   processed  known and processed: nothing changed (W-12)
+--   busy       known, not processed, and locked by a puller right now
+--              (webhook_events_pull): left alone rather than waiting for
+--              the puller's transaction, which would stall every request
+--              behind this burst; the puller has the current payload or
+--              the redelivery's twin
+--   repeated   the same (provider, external_id) appears later in this
+--              burst; that later delivery is the one written
+-- Events are written in (provider, external_id) order, so two concurrent
+-- bursts lock rows in the same order and cannot deadlock. NOTIFY
+-- workqueue once, and only when the burst queued a message (D-32).
+-- Raises, before anything is written (a bad element rejects the whole
+-- burst): PX003 (not an array of objects, payload lengths that do not add
+-- up to p_payloads), PX011 (a provider that does not exist), PX012 (a
+-- missing, empty or over-long external id, no payload, headers that are
+-- not an object, a received_at that is not a string).
+-- Tables: webhook_events (insert, update), workqueue_body and workqueue
+-- (insert); webhook_provider (read).
+declare
+    v_ord int[];
+    v_ids bigint[];
+    v_outcomes text[];
+    v_msgs bigint[];
+    v_bad record;
+begin
+    -- Validation in one pass over the burst.
+    if p_events is null or jsonb_typeof(p_events) <> 'array' then
+        raise exception 'events must be a JSON array' using errcode = 'PX003';
+    end if;
+    select min(e.ord) filter (where jsonb_typeof(e.ev) <> 'object') as not_object,
+           min(e.ord) filter (where jsonb_typeof(e.ev) = 'object' and p.provider is null) as unknown,
+           min(e.ord) filter (where jsonb_typeof(e.ev) = 'object' and (
+                  jsonb_typeof(e.ev->'external_id') is distinct from 'string'
+               or e.ev->>'external_id' = '' or octet_length(e.ev->>'external_id') > 1024
+               or not (e.ev ? 'payload_length' or e.ev ? 'payload')
+               or (e.ev ? 'payload_length' and (jsonb_typeof(e.ev->'payload_length') <> 'number'
+                                                or (e.ev->>'payload_length') !~ '^[0-9]{1,10}$'))
+               or (e.ev ? 'payload' and jsonb_typeof(e.ev->'payload') <> 'string')
+               or (e.ev ? 'headers' and jsonb_typeof(e.ev->'headers') <> 'object')
+               or (e.ev ? 'received_at' and jsonb_typeof(e.ev->'received_at') <> 'string'))) as malformed,
+           coalesce(sum((e.ev->>'payload_length')::bigint)
+                    filter (where jsonb_typeof(e.ev) = 'object' and (e.ev->>'payload_length') ~ '^[0-9]{1,10}$'), 0) as total
+      into v_bad
+      from jsonb_array_elements(p_events) with ordinality as e(ev, ord)
+      left join pepsi.webhook_provider p on jsonb_typeof(e.ev) = 'object' and p.provider = e.ev->>'provider';
+    if v_bad.not_object is not null then
+        raise exception 'event % of the burst is not a JSON object', v_bad.not_object using errcode = 'PX003';
+    end if;
+    if v_bad.unknown is not null then
+        raise exception 'event %: unknown webhook provider "%"', v_bad.unknown,
+              coalesce(p_events->(v_bad.unknown::int - 1)->>'provider', '<null>')
+            using errcode = 'PX011';
+    end if;
+    if v_bad.malformed is not null then
+        raise exception 'event % of the burst is malformed', v_bad.malformed
+            using errcode = 'PX012',
+                  detail = 'Each event needs external_id (1 to 1024 bytes), payload_length or payload; headers must be an object.';
+    end if;
+    if v_bad.total <> coalesce(octet_length(p_payloads), 0) then
+        raise exception 'payload lengths add up to % bytes, the payloads have %', v_bad.total, coalesce(octet_length(p_payloads), 0)
+            using errcode = 'PX003';
+    end if;
+
+    with src as materialized (
+        select e.ord::int as ord, e.ev->>'provider' as provider, e.ev->>'external_id' as external_id,
+               coalesce(e.ev->'headers', '{}') as headers,
+               coalesce((e.ev->>'received_at')::timestamptz, now()) as received_at,
+               case when e.ev ? 'payload_length'
+                    then substring(p_payloads
+                                   from (sum(coalesce((e.ev->>'payload_length')::bigint, 0)) over w
+                                         - (e.ev->>'payload_length')::bigint + 1)::int
+                                   for (e.ev->>'payload_length')::int)
+                    else convert_to(e.ev->>'payload', 'UTF8') end as payload
+          from jsonb_array_elements(p_events) with ordinality as e(ev, ord)
+        window w as (order by e.ord)
+    ), latest as materialized (
+        -- One write per key: a key twice in a burst would make ON CONFLICT
+        -- affect a row twice (an error). The latest delivery wins.
+        select distinct on (s.provider, s.external_id) s.*
+          from src s
+         order by s.provider, s.external_id, s.ord desc
+    ), seen as materialized (
+        -- Each key looked up through the unique index (LATERAL ... LIMIT 1
+        -- keeps the planner from hashing the whole table): the row if it
+        -- exists, and whether we could lock it without waiting. An
+        -- unprocessed row we cannot lock is held by a puller: busy.
+        select l.*, x.webhook_event_id as known_id,
+               (x.webhook_event_id is not null and x.processed_at is null and k.webhook_event_id is null) as busy
+          from latest l
+          left join lateral (
+                select e.webhook_event_id, e.processed_at from pepsi.webhook_events e
+                 where e.provider = l.provider and e.external_id = l.external_id
+                 limit 1) x on true
+          left join lateral (
+                select e.webhook_event_id from pepsi.webhook_events e
+                 where x.processed_at is null and e.webhook_event_id = x.webhook_event_id
+                 limit 1
+                   for no key update skip locked) k on true
+    ), up as (
+        insert into pepsi.webhook_events as webhook_events (provider, external_id, payload, headers, received_at)
+        select l.provider, l.external_id, l.payload, l.headers, l.received_at
+          from seen l
+         where not l.busy
+         order by l.provider, l.external_id
+        on conflict (provider, external_id) do update
+           set payload = excluded.payload, received_at = excluded.received_at, headers = excluded.headers
+         where webhook_events.processed_at is null
+        returning webhook_events.webhook_event_id, webhook_events.provider, webhook_events.external_id,
+                  webhook_events.payload, webhook_events.headers, webhook_events.received_at,
+                  (webhook_events.xmax = 0) as inserted
+    ), routed as materialized (
+        select u.webhook_event_id, u.provider, u.external_id, u.payload, u.received_at, p.stage, p.tube,
+               (select string_agg(h.key || ': ' || h.value, E'\r\n' order by h.key) || E'\r\n'
+                  from jsonb_each_text(u.headers) h) as header_block,
+               nextval(pg_get_serial_sequence('pepsi.workqueue_body', 'body_id')) as body_id
+          from up u
+          join pepsi.webhook_provider p on p.provider = u.provider
+         where u.inserted and p.stage is not null
+    ), bodies as (
+        insert into pepsi.workqueue_body (body_id, headers, body)
+        overriding system value
+        select r.body_id, r.header_block, r.payload from routed r
+    ), msgs as (
+        insert into pepsi.workqueue (tube, stage, origin_user, state, body_id, arrived_at)
+        select r.tube, r.stage, 'webhook:' || r.provider,
+               jsonb_build_object('webhook_event', r.webhook_event_id, 'webhook_provider', r.provider,
+                                  'external_id', r.external_id),
+               r.body_id, r.received_at
+          from routed r
+         order by r.webhook_event_id
+        returning pepsi.workqueue.workqueue_id, (pepsi.workqueue.state->>'webhook_event')::bigint as event_id
+    )
+    select array_agg(s.ord order by s.ord),
+           array_agg(coalesce(u.webhook_event_id, l.known_id) order by s.ord),
+           array_agg(case when l.ord <> s.ord then 'repeated'
+                          when l.busy then 'busy'
+                          when u.inserted then 'new'
+                          when u.webhook_event_id is not null then 'refreshed'
+                          else 'processed' end order by s.ord),
+           array_agg(case when l.ord = s.ord then m.workqueue_id end order by s.ord)
+      into v_ord, v_ids, v_outcomes, v_msgs
+      from src s
+      join seen l on l.provider = s.provider and l.external_id = s.external_id
+      left join up u on u.provider = s.provider and u.external_id = s.external_id
+      left join msgs m on m.event_id = u.webhook_event_id;
+
+    if exists (select 1 from unnest(v_msgs) m where m is not null) then
+        notify workqueue;
+    end if;
+    return query select * from unnest(v_ord, v_ids, v_outcomes, v_msgs);
+end
+$$;
+
+create function pepsi.webhook_event_ingest(
+    p_provider    text,
+    p_external_id text,
+    p_payload     bytea,
+    p_headers     jsonb default '{}',
+    p_received_at timestamptz default now())
+returns table (webhook_event_id bigint, outcome text, workqueue_id bigint)
+language sql
+security definer
+set search_path = pg_catalog, pepsi, pg_temp
+as $$
+-- Stores one verified event: webhook_events_ingest with a burst of one
+-- (same outcomes, same errors). For applications and tests; the ingress
+-- sends whole bursts. Tables: as webhook_events_ingest.
+    select i.webhook_event_id, i.outcome, i.workqueue_id
+      from pepsi.webhook_events_ingest(
+               jsonb_build_array(jsonb_build_object(
+                   'provider', p_provider, 'external_id', p_external_id,
+                   'headers', coalesce(p_headers, '{}'), 'received_at', coalesce(p_received_at, now()),
+                   'payload_length', octet_length(p_payload))),
+               p_payload) i
+$$;
+
+revoke all on function pepsi.webhook_events_ingest(jsonb, bytea) from public;
+revoke all on function pepsi.webhook_event_ingest(text, text, bytea, jsonb, timestamptz) from public;
+grant execute on function pepsi.webhook_events_ingest(jsonb, bytea) to pepsi_ingress;
+grant execute on function pepsi.webhook_event_ingest(text, text, bytea, jsonb, timestamptz) to pepsi_ingress;
+
+commit;

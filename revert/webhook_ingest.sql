@@ -1,0 +1,8 @@
+-- Revert pepsi:webhook_ingest from pg
+
+begin;
+
+drop function pepsi.webhook_event_ingest(text, text, bytea, jsonb, timestamptz);
+drop function pepsi.webhook_events_ingest(jsonb, bytea);
+
+commit;

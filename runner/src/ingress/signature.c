@@ -1,0 +1,435 @@
+/* ingress/signature.c — see signature.h. */
+#include "ingress/signature.h"
+
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/params.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAC_LEN 32
+#define HEX_LEN (2 * MAC_LEN)           /* 64 */
+#define B64_LEN (4 * ((MAC_LEN + 2) / 3)) /* 44 */
+#define MAX_TIMESTAMP_DIGITS 12
+
+static const char *const scheme_names[] = {
+    [SIG_STANDARD_WEBHOOKS] = "standard-webhooks",
+    [SIG_STRIPE] = "stripe",
+    [SIG_GITHUB] = "github",
+    [SIG_SLACK] = "slack",
+    [SIG_SHOPIFY] = "shopify",
+    [SIG_HMAC_SHA256] = "hmac-sha256",
+};
+
+int sig_scheme_parse(const char *name, enum sig_scheme *out)
+{
+    for (size_t i = 0; i < sizeof scheme_names / sizeof scheme_names[0]; i++) {
+        if (name && strcmp(name, scheme_names[i]) == 0) {
+            *out = (enum sig_scheme)i;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+const char *sig_scheme_name(enum sig_scheme s)
+{
+    return (size_t)s < sizeof scheme_names / sizeof scheme_names[0] ? scheme_names[s] : "unknown";
+}
+
+const char *sig_result_reason(enum sig_result r)
+{
+    switch (r) {
+    case SIG_OK: return "ok";
+    case SIG_NO_SIGNATURE: return "missing_signature";
+    case SIG_BAD_SIGNATURE: return "bad_signature";
+    case SIG_NO_TIMESTAMP: return "missing_timestamp";
+    case SIG_BAD_TIMESTAMP: return "bad_timestamp";
+    case SIG_STALE_TIMESTAMP: return "stale_timestamp";
+    case SIG_NO_ID: return "missing_id";
+    }
+    return "unknown";
+}
+
+int sig_result_status(enum sig_result r)
+{
+    switch (r) {
+    case SIG_OK: return 200;
+    case SIG_NO_SIGNATURE:
+    case SIG_BAD_SIGNATURE: return 401;
+    default: return 400;
+    }
+}
+
+/* ---- encodings ---- */
+
+void sig_hex(const unsigned char *in, size_t n, char *out)
+{
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = digits[in[i] >> 4];
+        out[2 * i + 1] = digits[in[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
+void sig_base64(const unsigned char *in, size_t n, char *out)
+{
+    /* EVP_EncodeBlock writes padded standard base64 and a NUL, no newlines. */
+    (void)EVP_EncodeBlock((unsigned char *)out, in, (int)n);
+}
+
+/* Strict base64 into a new buffer: length a multiple of 4, at most two
+ * '=' at the end, only the standard alphabet. Returns the length, or -1. */
+static long base64_decode(const char *in, unsigned char **out)
+{
+    size_t len = strlen(in), pad = 0;
+    if (len == 0 || len % 4 != 0 || len > 4096)
+        return -1;
+    while (pad < 2 && in[len - 1 - pad] == '=')
+        pad++;
+    for (size_t i = 0; i < len - pad; i++) {
+        char c = in[i];
+        if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' || c == '/'))
+            return -1;
+    }
+    unsigned char *buf = malloc(len / 4 * 3 + 1);
+    if (buf == NULL)
+        return -1;
+    int n = EVP_DecodeBlock(buf, (const unsigned char *)in, (int)len);
+    if (n < 0 || (size_t)n < pad) {
+        free(buf);
+        return -1;
+    }
+    *out = buf;
+    return (long)((size_t)n - pad);
+}
+
+/* ---- keys ---- */
+
+int sig_key_from_secret(enum sig_scheme scheme, const char *secret, struct sig_key *out, char *err,
+                        size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    if (secret == NULL || *secret == '\0') {
+        snprintf(err, errlen, "empty secret");
+        return -1;
+    }
+    if (scheme == SIG_STANDARD_WEBHOOKS) {
+        const char *b64 = strncmp(secret, "whsec_", 6) == 0 ? secret + 6 : secret;
+        unsigned char *key = NULL;
+        long n = *b64 ? base64_decode(b64, &key) : -1;
+        if (n <= 0) {
+            free(key);
+            snprintf(err, errlen, "a standard-webhooks secret is whsec_ followed by non-empty base64");
+            return -1;
+        }
+        out->bytes = key;
+        out->len = (size_t)n;
+        return 0;
+    }
+    out->len = strlen(secret);
+    out->bytes = malloc(out->len);
+    if (out->bytes == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    memcpy(out->bytes, secret, out->len);
+    return 0;
+}
+
+void sig_key_free(struct sig_key *k)
+{
+    if (k->bytes) {
+        OPENSSL_cleanse(k->bytes, k->len);
+        free(k->bytes);
+    }
+    k->bytes = NULL;
+    k->len = 0;
+}
+
+/* ---- HMAC ---- */
+
+/* The HMAC implementation, fetched once: fetching on every request would
+ * take the provider store's lock each time. */
+static EVP_MAC *hmac_impl;
+static pthread_once_t hmac_once = PTHREAD_ONCE_INIT;
+
+static void hmac_fetch(void)
+{
+    hmac_impl = EVP_MAC_fetch(NULL, "HMAC", NULL);
+}
+
+int sig_hmac_sha256(const struct sig_key *key, const void *const *parts, const size_t *lens, size_t n,
+                    unsigned char mac[32])
+{
+    char digest[] = "SHA256";
+    OSSL_PARAM params[] = {OSSL_PARAM_construct_utf8_string(OSSL_MAC_PARAM_DIGEST, digest, 0),
+                           OSSL_PARAM_construct_end()};
+    size_t outlen = 0;
+    int ok = 0;
+
+    if (pthread_once(&hmac_once, hmac_fetch) != 0 || hmac_impl == NULL)
+        return -1;
+    EVP_MAC_CTX *ctx = EVP_MAC_CTX_new(hmac_impl);
+    if (ctx == NULL)
+        return -1;
+    if (EVP_MAC_init(ctx, key->bytes, key->len, params) == 1) {
+        ok = 1;
+        for (size_t i = 0; i < n && ok; i++)
+            ok = lens[i] == 0 || EVP_MAC_update(ctx, parts[i], lens[i]) == 1;
+        ok = ok && EVP_MAC_final(ctx, mac, &outlen, MAC_LEN) == 1 && outlen == MAC_LEN;
+    }
+    EVP_MAC_CTX_free(ctx);
+    return ok ? 0 : -1;
+}
+
+/* ---- comparing ---- */
+
+/* The signed content is up to three parts: prefix, body, nothing else. */
+struct signed_content {
+    const void *parts[2];
+    size_t lens[2];
+};
+
+/* Expected text (hex or base64) of one key's MAC, written into want. */
+static int expected_text(const struct sig_key *key, const struct signed_content *sc, enum sig_encoding enc,
+                         char want[B64_LEN + HEX_LEN])
+{
+    unsigned char mac[MAC_LEN];
+    if (sig_hmac_sha256(key, sc->parts, sc->lens, 2, mac) != 0)
+        return -1;
+    if (enc == SIG_HEX)
+        sig_hex(mac, MAC_LEN, want);
+    else
+        sig_base64(mac, MAC_LEN, want);
+    OPENSSL_cleanse(mac, sizeof mac);
+    return 0;
+}
+
+/* Whether candidate (len bytes, not NUL-terminated) equals want, in time
+ * that depends only on the lengths. */
+static bool text_equal(const char *candidate, size_t len, const char *want)
+{
+    size_t wlen = strlen(want);
+    return len == wlen && CRYPTO_memcmp(candidate, want, wlen) == 0;
+}
+
+/* A list of candidate signatures found in a header, each a slice of it. */
+#define MAX_CANDIDATES 16
+struct candidates {
+    const char *at[MAX_CANDIDATES];
+    size_t len[MAX_CANDIDATES];
+    size_t n;
+};
+
+static void candidates_add(struct candidates *c, const char *at, size_t len)
+{
+    if (c->n < MAX_CANDIDATES) {
+        c->at[c->n] = at;
+        c->len[c->n] = len;
+        c->n++;
+    }
+}
+
+/* Whether any candidate matches the MAC of any key. Every pair is
+ * compared (no early exit), so the time says nothing about which matched. */
+static enum sig_result match_any(const struct sig_config *c, const struct signed_content *sc, enum sig_encoding enc,
+                                 const struct candidates *cand)
+{
+    char want[B64_LEN + HEX_LEN];
+    bool ok = false;
+    if (cand->n == 0)
+        return SIG_BAD_SIGNATURE;
+    for (size_t k = 0; k < c->n_keys; k++) {
+        if (expected_text(&c->keys[k], sc, enc, want) != 0)
+            return SIG_BAD_SIGNATURE;
+        for (size_t i = 0; i < cand->n; i++)
+            ok |= text_equal(cand->at[i], cand->len[i], want);
+    }
+    OPENSSL_cleanse(want, sizeof want);
+    return ok ? SIG_OK : SIG_BAD_SIGNATURE;
+}
+
+/* ---- timestamps ---- */
+
+/* Decimal Unix seconds, digits only. 0, or -1 when malformed. */
+static int parse_timestamp(const char *s, size_t len, int64_t *out)
+{
+    int64_t v = 0;
+    if (len == 0 || len > MAX_TIMESTAMP_DIGITS)
+        return -1;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        v = v * 10 + (s[i] - '0');
+    }
+    *out = v;
+    return 0;
+}
+
+static bool within_tolerance(int64_t ts, int64_t now, int64_t tolerance)
+{
+    int64_t d = now - ts;
+    return (d < 0 ? -d : d) <= tolerance;
+}
+
+/* The result once the signature matched: the timestamp's age decides. */
+static enum sig_result after_match(enum sig_result r, int64_t ts, const struct sig_config *c, int64_t now)
+{
+    if (r != SIG_OK)
+        return r;
+    return within_tolerance(ts, now, c->tolerance_s) ? SIG_OK : SIG_STALE_TIMESTAMP;
+}
+
+/* ---- the schemes ---- */
+
+static enum sig_result verify_standard(const struct sig_config *c, sig_header_cb get, void *ctx,
+                                       const unsigned char *body, size_t len, int64_t now)
+{
+    const char *id = get(ctx, "webhook-id");
+    const char *tss = get(ctx, "webhook-timestamp");
+    const char *sig = get(ctx, "webhook-signature");
+    int64_t ts;
+    if (id == NULL || *id == '\0')
+        return SIG_NO_ID;
+    if (tss == NULL || *tss == '\0')
+        return SIG_NO_TIMESTAMP;
+    if (sig == NULL || *sig == '\0')
+        return SIG_NO_SIGNATURE;
+    if (parse_timestamp(tss, strlen(tss), &ts) != 0)
+        return SIG_BAD_TIMESTAMP;
+
+    /* "v1,<b64> v1,<b64> v1a,<ed25519>": only v1 entries are HMAC. */
+    struct candidates cand = {.n = 0};
+    for (const char *p = sig; *p;) {
+        size_t tok = strcspn(p, " ");
+        if (tok > 3 && strncmp(p, "v1,", 3) == 0)
+            candidates_add(&cand, p + 3, tok - 3);
+        p += tok;
+        while (*p == ' ')
+            p++;
+    }
+    size_t plen = strlen(id) + strlen(tss) + 2;
+    char *prefix = malloc(plen + 1);
+    if (prefix == NULL)
+        return SIG_BAD_SIGNATURE;
+    snprintf(prefix, plen + 1, "%s.%s.", id, tss);
+    struct signed_content sc = {{prefix, body}, {plen, len}};
+    enum sig_result r = match_any(c, &sc, SIG_BASE64, &cand);
+    free(prefix);
+    return after_match(r, ts, c, now);
+}
+
+static enum sig_result verify_stripe(const struct sig_config *c, sig_header_cb get, void *ctx,
+                                     const unsigned char *body, size_t len, int64_t now)
+{
+    const char *hdr = get(ctx, "Stripe-Signature");
+    const char *t = NULL;
+    size_t tlen = 0;
+    int64_t ts;
+    struct candidates cand = {.n = 0};
+    if (hdr == NULL || *hdr == '\0')
+        return SIG_NO_SIGNATURE;
+    /* "t=...,v1=...,v1=...,v0=...": the first t, every v1; v0 is ignored. */
+    for (const char *p = hdr; *p;) {
+        size_t item = strcspn(p, ",");
+        if (item > 2 && strncmp(p, "t=", 2) == 0 && t == NULL) {
+            t = p + 2;
+            tlen = item - 2;
+        } else if (item > 3 && strncmp(p, "v1=", 3) == 0) {
+            candidates_add(&cand, p + 3, item - 3);
+        }
+        p += item;
+        if (*p == ',')
+            p++;
+    }
+    if (t == NULL)
+        return SIG_NO_TIMESTAMP;
+    if (parse_timestamp(t, tlen, &ts) != 0)
+        return SIG_BAD_TIMESTAMP;
+    if (cand.n == 0)
+        return SIG_NO_SIGNATURE;
+    char prefix[MAX_TIMESTAMP_DIGITS + 2];
+    snprintf(prefix, sizeof prefix, "%.*s.", (int)tlen, t);
+    struct signed_content sc = {{prefix, body}, {tlen + 1, len}};
+    return after_match(match_any(c, &sc, SIG_HEX, &cand), ts, c, now);
+}
+
+static enum sig_result verify_slack(const struct sig_config *c, sig_header_cb get, void *ctx,
+                                    const unsigned char *body, size_t len, int64_t now)
+{
+    const char *tss = get(ctx, "X-Slack-Request-Timestamp");
+    const char *sig = get(ctx, "X-Slack-Signature");
+    int64_t ts;
+    if (sig == NULL || *sig == '\0')
+        return SIG_NO_SIGNATURE;
+    if (tss == NULL || *tss == '\0')
+        return SIG_NO_TIMESTAMP;
+    if (parse_timestamp(tss, strlen(tss), &ts) != 0)
+        return SIG_BAD_TIMESTAMP;
+    struct candidates cand = {.n = 0};
+    if (strncmp(sig, "v0=", 3) == 0)
+        candidates_add(&cand, sig + 3, strlen(sig) - 3);
+    char prefix[MAX_TIMESTAMP_DIGITS + 5];
+    int plen = snprintf(prefix, sizeof prefix, "v0:%s:", tss);
+    struct signed_content sc = {{prefix, body}, {(size_t)plen, len}};
+    return after_match(match_any(c, &sc, SIG_HEX, &cand), ts, c, now);
+}
+
+/* Schemes that sign the body alone: one header, an optional prefix. */
+static enum sig_result verify_body_only(const struct sig_config *c, const char *sig, const char *prefix,
+                                        enum sig_encoding enc, const unsigned char *body, size_t len)
+{
+    size_t plen = prefix ? strlen(prefix) : 0;
+    if (sig == NULL || *sig == '\0')
+        return SIG_NO_SIGNATURE;
+    struct candidates cand = {.n = 0};
+    if (strncmp(sig, prefix ? prefix : "", plen) == 0)
+        candidates_add(&cand, sig + plen, strlen(sig) - plen);
+    struct signed_content sc = {{"", body}, {0, len}};
+    return match_any(c, &sc, enc, &cand);
+}
+
+enum sig_result sig_verify(const struct sig_config *c, sig_header_cb get, void *ctx,
+                           const unsigned char *body, size_t body_len, int64_t now_s)
+{
+    const char *sig;
+    switch (c->scheme) {
+    case SIG_STANDARD_WEBHOOKS:
+        return verify_standard(c, get, ctx, body, body_len, now_s);
+    case SIG_STRIPE:
+        return verify_stripe(c, get, ctx, body, body_len, now_s);
+    case SIG_SLACK:
+        return verify_slack(c, get, ctx, body, body_len, now_s);
+    case SIG_GITHUB:
+        return verify_body_only(c, get(ctx, "X-Hub-Signature-256"), "sha256=", SIG_HEX, body, body_len);
+    case SIG_SHOPIFY:
+        sig = get(ctx, "X-Shopify-Hmac-Sha256");
+        return verify_body_only(c, sig ? sig : get(ctx, "Shopify-Hmac-Sha256"), "", SIG_BASE64, body, body_len);
+    case SIG_HMAC_SHA256:
+        return verify_body_only(c, get(ctx, c->header), c->prefix, c->encoding, body, body_len);
+    }
+    return SIG_BAD_SIGNATURE;
+}
+
+int sig_standard_sign(const struct sig_key *key, const char *id, int64_t timestamp,
+                      const unsigned char *body, size_t body_len, char *out, size_t outcap)
+{
+    char prefix[1100];
+    unsigned char mac[MAC_LEN];
+    char b64[B64_LEN + 1];
+    int plen = snprintf(prefix, sizeof prefix, "%s.%lld.", id, (long long)timestamp);
+    if (plen < 0 || (size_t)plen >= sizeof prefix || outcap < B64_LEN + 4)
+        return -1;
+    const void *parts[] = {prefix, body};
+    size_t lens[] = {(size_t)plen, body_len};
+    if (sig_hmac_sha256(key, parts, lens, 2, mac) != 0)
+        return -1;
+    sig_base64(mac, MAC_LEN, b64);
+    snprintf(out, outcap, "v1,%s", b64);
+    return 0;
+}

@@ -1,0 +1,210 @@
+/* test_ingress.c — the ingress's pure parts: [pepsi-ingress] parsing with
+ * file:line errors, id sources, the external id of a verified request
+ * (header, JSON after verification, SHA-256), the event object sent to
+ * webhook_events_ingest, and the Prometheus rendering. */
+#include "conf.h"
+#include "ingress/event.h"
+#include "ingress/iconf.h"
+#include "ingress/metrics.h"
+#include "ingress/provider.h"
+#include "unit.h"
+
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+/* ---- [pepsi-ingress] ---- */
+
+static int load(const char *text, struct ingress_conf *ic, char *err, size_t errlen)
+{
+    struct conf c;
+    char cerr[256];
+    if (conf_load_string(text, "t.conf", &c, cerr, sizeof cerr) != 0) {
+        snprintf(err, errlen, "conf: %s", cerr);
+        return -2;
+    }
+    int rc = iconf_load(&c, ic, err, errlen);
+    conf_free(&c);
+    return rc;
+}
+
+static void test_iconf(void)
+{
+    struct ingress_conf ic;
+    char err[512] = "";
+    CHECK_INT(load("", &ic, err, sizeof err), 0, "iconf: an empty file gives the defaults");
+    CHECK_STR(ic.listen, "127.0.0.1", "iconf: LISTEN defaults to 127.0.0.1");
+    CHECK_INT(ic.port, 8080, "iconf: PORT defaults to 8080");
+    CHECK_INT(ic.max_body, 1 << 20, "iconf: MAX_BODY defaults to 1MiB");
+    CHECK_INT(ic.client_timeout_ms, 10000, "iconf: CLIENT_TIMEOUT defaults to 10s");
+    CHECK_INT(ic.burst_max, 500, "iconf: BURST_MAX defaults to 500");
+    CHECK_INT(ic.writers, 2, "iconf: WRITERS defaults to 2");
+    CHECK_INT(ic.reload_interval_ms, 300000, "iconf: RELOAD_INTERVAL defaults to 5min");
+
+    CHECK_INT(load("[pepsi-ingress]\nLISTEN = ::\nPORT = 0\nMAX_BODY = 64KiB\nCLIENT_TIMEOUT = 3s\n"
+                   "WRITERS = 4\nBURST_MAX = 100\nRELOAD_INTERVAL = 0\nMAX_HEADER =\n",
+                   &ic, err, sizeof err),
+              0, "iconf: every key set");
+    CHECK_STR(ic.listen, "::", "iconf: an IPv6 LISTEN");
+    CHECK_INT(ic.port, 0, "iconf: PORT 0 (any free port)");
+    CHECK_INT(ic.max_body, 65536, "iconf: 64KiB");
+    CHECK_INT(ic.client_timeout_ms, 3000, "iconf: 3s");
+    CHECK_INT(ic.reload_interval_ms, 0, "iconf: RELOAD_INTERVAL 0 turns the safety-net reload off");
+    CHECK_INT(ic.max_header, 16384, "iconf: an empty value is the default");
+
+    CHECK_INT(load("[pepsi-ingress]\nPORT = 8080\nMAX_BODY = lots\n", &ic, err, sizeof err), -1, "iconf: a bad size");
+    CHECK_CONTAINS(err, "t.conf:3: key \"MAX_BODY\" in [pepsi-ingress]", "iconf: the error names file, line and key");
+    CHECK_INT(load("[pepsi-ingress]\nPORT = 70000\n", &ic, err, sizeof err), -1, "iconf: a port out of range");
+    CHECK_CONTAINS(err, "t.conf:2:", "iconf: ... at its line");
+    CHECK_INT(load("[pepsi-ingress]\nLISTEN = localhost\n", &ic, err, sizeof err), -1, "iconf: LISTEN is an address");
+    CHECK_INT(load("[pepsi-ingress]\nMAX_BODDY = 1\n", &ic, err, sizeof err), -1, "iconf: an unknown key");
+    CHECK_CONTAINS(err, "unknown key", "iconf: says unknown key");
+    CHECK_INT(load("[pepsi-ingress]\nMAX_HEADER = 100\n", &ic, err, sizeof err), -1, "iconf: MAX_HEADER below 4096");
+    CHECK_INT(load("[pepsi-ingress]\nCLIENT_TIMEOUT = 10ms\n", &ic, err, sizeof err), -1, "iconf: CLIENT_TIMEOUT below 1s");
+
+    int64_t v;
+    CHECK(iconf_parse_size("2M", &v) == 0 && v == 2 << 20, "size: 2M");
+    CHECK(iconf_parse_size("512", &v) == 0 && v == 512, "size: bare bytes");
+    CHECK_INT(iconf_parse_size("1.5MiB", &v), -1, "size: no fractions");
+    CHECK_INT(iconf_parse_size("-1", &v), -1, "size: no negatives");
+}
+
+/* ---- a fake request ---- */
+
+struct fake {
+    const char *const *kv; /* name, value, ..., NULL */
+};
+
+static const char *fake_get(void *ctx, const char *name)
+{
+    const struct fake *f = ctx;
+    for (const char *const *p = f->kv; *p; p += 2)
+        if (strcasecmp(p[0], name) == 0)
+            return p[1];
+    return NULL;
+}
+
+static void fake_each(void *ctx, event_header_visit visit, void *arg)
+{
+    const struct fake *f = ctx;
+    for (const char *const *p = f->kv; *p; p += 2)
+        visit(arg, p[0], p[1]);
+}
+
+static enum event_result id_of(const char *source, const struct fake *f, const char *body, char **id)
+{
+    struct provider p;
+    memset(&p, 0, sizeof p);
+    if (provider_parse_id_source(source, &p.id_kind, &p.id_arg) != 0)
+        return EV_NO_ID;
+    struct event_source src = {fake_get, fake_each, (void *)f};
+    enum event_result r = event_external_id(&p, &src, (const unsigned char *)body, strlen(body), id);
+    free(p.id_arg);
+    return r;
+}
+
+static void test_ids(void)
+{
+    static const char *const kv[] = {"Host", "x", "X-GitHub-Delivery", "72d3162e-cc78-11e3-81ab-4c9367dc0958",
+                                     "Content-Type", "application/json", NULL};
+    struct fake f = {kv};
+    char *id = NULL;
+    enum id_kind k;
+    char *arg;
+
+    CHECK(provider_parse_id_source("header:X-Event", &k, &arg) == 0 && k == ID_HEADER && strcmp(arg, "X-Event") == 0,
+          "id source header:X-Event");
+    free(arg);
+    arg = NULL;
+    CHECK(provider_parse_id_source("json:data.id", &k, &arg) == 0 && k == ID_JSON, "id source json:data.id");
+    free(arg);
+    arg = NULL;
+    CHECK(provider_parse_id_source("sha256", &k, &arg) == 0 && k == ID_SHA256 && arg == NULL, "id source sha256");
+    CHECK_INT(provider_parse_id_source("cookie:x", &k, &arg), -1, "an unknown id source is refused");
+
+    CHECK_INT(id_of("header:x-github-delivery", &f, "{}", &id), EV_OK, "github: id from X-GitHub-Delivery");
+    CHECK_STR(id, "72d3162e-cc78-11e3-81ab-4c9367dc0958", "github: the delivery GUID");
+    free(id);
+    id = NULL;
+    CHECK_INT(id_of("header:X-Shopify-Webhook-Id", &f, "{}", &id), EV_NO_ID, "a missing id header: missing_id");
+    CHECK_INT(id_of("json:id", &f, "{\"id\":\"evt_123\",\"object\":\"event\"}", &id), EV_OK, "stripe: id from the JSON body");
+    CHECK_STR(id, "evt_123", "stripe: evt_123");
+    free(id);
+    id = NULL;
+    CHECK_INT(id_of("json:data.object.id", &f, "{\"data\":{\"object\":{\"id\":42}}}", &id), EV_OK, "a nested integer id");
+    CHECK_STR(id, "42", "an integer id as text");
+    free(id);
+    id = NULL;
+    CHECK_INT(id_of("json:event_id", &f, "token=x&team_id=T1", &id), EV_NO_ID, "a body that is not JSON: missing_id");
+    CHECK_INT(id_of("json:id", &f, "{\"id\":\"\"}", &id), EV_NO_ID, "an empty id: missing_id");
+    CHECK_INT(id_of("json:id", &f, "{\"id\":{\"a\":1}}", &id), EV_NO_ID, "an object is no id");
+    CHECK_INT(id_of("sha256", &f, "abc", &id), EV_OK, "sha256 of the body");
+    CHECK_STR(id, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad", "sha256(\"abc\")");
+    free(id);
+    id = NULL;
+
+    char longid[1100];
+    memset(longid, 'x', sizeof longid - 1);
+    longid[sizeof longid - 1] = '\0';
+    static const char *kv2[] = {"X-Id", NULL, "X-Bad", "\xff\xfe", NULL};
+    kv2[1] = longid;
+    struct fake f2 = {kv2};
+    CHECK_INT(id_of("header:X-Id", &f2, "", &id), EV_BAD_ID, "an id over 1024 bytes: bad_id");
+    CHECK_INT(id_of("header:X-Bad", &f2, "", &id), EV_BAD_ID, "an id that is not UTF-8: bad_id");
+}
+
+static void test_event_json(void)
+{
+    static const char *const kv[] = {"Host", "example.org", "Content-Length", "2", "Content-Type", "application/json",
+                                     "X-Multi", "a", "x-multi", "b", "Proxy-Authorization", "secret",
+                                     "X-Bin", "\xff", NULL};
+    struct fake f = {kv};
+    struct event_source src = {fake_get, fake_each, &f};
+    char *text = event_json("sw", "msg_1", &src, "2026-11-30T06:00:00.000001Z", 2);
+    json_error_t err;
+    json_t *j = text ? json_loads(text, 0, &err) : NULL;
+    CHECK(json_is_object(j), "event_json is a JSON object");
+    CHECK_STR(json_string_value(json_object_get(j, "provider")), "sw", "event_json: provider");
+    CHECK_STR(json_string_value(json_object_get(j, "external_id")), "msg_1", "event_json: external_id");
+    CHECK_INT(json_integer_value(json_object_get(j, "payload_length")), 2, "event_json: payload_length");
+    json_t *h = json_object_get(j, "headers");
+    CHECK_STR(json_string_value(json_object_get(h, "content-type")), "application/json", "headers: lower-case names");
+    CHECK_STR(json_string_value(json_object_get(h, "x-multi")), "a, b", "headers: a repeated header is joined");
+    CHECK(json_object_get(h, "host") == NULL && json_object_get(h, "content-length") == NULL &&
+              json_object_get(h, "proxy-authorization") == NULL,
+          "headers: transport and proxy headers are left out");
+    CHECK(json_object_get(h, "x-bin") == NULL, "headers: a value that is not UTF-8 is left out");
+    json_decref(j);
+    free(text);
+}
+
+static void test_metrics(void)
+{
+    static struct metrics m; /* zeroed */
+    metrics_reject(&m, RJ_BAD_SIGNATURE);
+    metrics_reject(&m, RJ_BAD_SIGNATURE);
+    metrics_burst(&m, 3, 1200);
+    metrics_burst(&m, 300, 30000);
+    atomic_fetch_add(&m.accepted, 5);
+    char *text = metrics_render(&m);
+    CHECK_CONTAINS(text, "pepsi_ingress_accepted_total 5\n", "metrics: accepted");
+    CHECK_CONTAINS(text, "pepsi_ingress_rejected_total{reason=\"bad_signature\"} 2\n", "metrics: rejections by reason");
+    CHECK_CONTAINS(text, "pepsi_ingress_rejected_total{reason=\"client_timeout\"} 0\n", "metrics: every reason is listed");
+    CHECK_CONTAINS(text, "pepsi_ingress_burst_size_bucket{le=\"2\"} 0\n", "metrics: burst histogram, le=2");
+    CHECK_CONTAINS(text, "pepsi_ingress_burst_size_bucket{le=\"4\"} 1\n", "metrics: burst histogram is cumulative (3 in le=4)");
+    CHECK_CONTAINS(text, "pepsi_ingress_burst_size_bucket{le=\"+Inf\"} 2\n", "metrics: +Inf holds all");
+    CHECK_CONTAINS(text, "pepsi_ingress_burst_size_sum 303\n", "metrics: burst sizes add up");
+    CHECK_CONTAINS(text, "pepsi_ingress_commit_seconds_bucket{le=\"0.0025\"} 1\n", "metrics: commit latency histogram");
+    CHECK_CONTAINS(text, "# TYPE pepsi_ingress_commit_seconds histogram\n", "metrics: TYPE lines");
+    free(text);
+}
+
+int main(void)
+{
+    test_iconf();
+    test_ids();
+    test_event_json();
+    test_metrics();
+    return unit_done();
+}
