@@ -99,7 +99,7 @@ bench: all
 lint:
 	cppcheck --quiet --error-exitcode=1 --enable=warning,portability --std=c11 \
 		--suppress=missingIncludeSystem -Irunner/src runner/src runner/tests
-	for f in scripts/* bench/run .ci/run runner/tests/e2e/*.t runner/tests/e2e/lib.sh; do \
+	for f in scripts/* bench/run bench/ingress .ci/run runner/tests/e2e/*.t runner/tests/e2e/*.sh; do \
 		[ -f "$$f" ] && bash -n "$$f" || exit 1; done
 	scripts/schema-manifest > /dev/null
 
@@ -114,7 +114,7 @@ install: all
 	install -m 644 verify/*.sql $(DESTDIR)$(SHAREDIR)/verify/
 	[ -e $(DESTDIR)$(SYSCONFDIR)/pepsi/pepsi.conf ] || \
 		install -m 640 conf/pepsi.conf $(DESTDIR)$(SYSCONFDIR)/pepsi/pepsi.conf
-	install -m 644 conf/pepsi-runner.service $(DESTDIR)$(UNITDIR)/
+	install -m 644 conf/pepsi-runner.service conf/pepsi-ingress.service $(DESTDIR)$(UNITDIR)/
 
 clean:
 	rm -rf build build-asan

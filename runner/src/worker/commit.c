@@ -179,8 +179,9 @@ static void keep_first_group(struct pepsi_message *m, json_t *groups)
     m->n_recipients = 0;
     size_t i;
     json_t *v;
-    json_array_foreach(first, i, v)
+    json_array_foreach(first, i, v) {
         m->recipients[m->n_recipients++] = xstrdup(json_string_value(v));
+    }
 }
 
 int sdk_split(struct pepsi_worker *w, struct pepsi_message *m, const char *id)
