@@ -2,6 +2,7 @@
  *
  *   pepsi-runner [GLOBAL-OPTIONS] serve            the dispatcher
  *   pepsi-runner [GLOBAL-OPTIONS] ingress          the webhook endpoint
+ *   pepsi-runner [GLOBAL-OPTIONS] settings ...     per-address settings
  *   pepsi-runner [GLOBAL-OPTIONS] stage NAME worker a built-in stage's worker
  *   pepsi-stage-NAME [GLOBAL-OPTIONS] worker       the same, through a link
  *
@@ -12,6 +13,7 @@
 #include "ingress/ingress.h"
 #include "log.h"
 #include "schema.h"
+#include "settings_cmd.h"
 #include "stages/stages.h"
 #include "util.h"
 
@@ -36,6 +38,7 @@ static void usage(FILE *out, const char *prog)
     fprintf(out,
             "usage: %s [GLOBAL-OPTIONS] serve\n"
             "       %s [GLOBAL-OPTIONS] ingress\n"
+            "       %s [GLOBAL-OPTIONS] settings list|set|delete ...\n"
             "       %s [GLOBAL-OPTIONS] stage NAME worker\n"
             "\n"
             "Global options (before the subcommand):\n"
@@ -48,8 +51,10 @@ static void usage(FILE *out, const char *prog)
             "Commands:\n"
             "  serve               run the dispatcher until SIGINT or SIGTERM\n"
             "  ingress             run the webhook endpoint until SIGINT or SIGTERM\n"
+            "  settings list [ADDRESS] | set ADDRESS STAGE OPTION VALUE | delete ADDRESS [STAGE [OPTION]]\n"
+            "                      per-address overrides of [stage-*] options\n"
             "  stage NAME worker   run built-in stage NAME as a worker (%s)\n",
-            prog, prog, prog, stages_builtin_names());
+            prog, prog, prog, prog, stages_builtin_names());
 }
 
 /* Parses the global options; returns the index of the subcommand, or -1
@@ -178,6 +183,8 @@ int main(int argc, char **argv)
         }
         return run_daemon(&o, strcmp(argv[at], "serve") == 0 ? DAEMON_SERVE : DAEMON_INGRESS);
     }
+    if (strcmp(argv[at], "settings") == 0)
+        return settings_command(o.config, argc - at - 1, argv + at + 1);
     if (strcmp(argv[at], "stage") == 0 && at + 1 < argc)
         return run_stage(&o, argv[at + 1], argc, argv, at + 2);
     fprintf(stderr, "%s: unknown command \"%s\"\n", argv[0], argv[at]);

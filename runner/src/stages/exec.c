@@ -57,6 +57,22 @@ static int exec_setup(struct pepsi_worker *w, char *err, size_t errlen)
     return 0;
 }
 
+static int exec_check_option(struct pepsi_worker *w, const char *key, const char *value, char *err,
+                             size_t errlen)
+{
+    bool b;
+    (void)w;
+    if (strcmp(key, "HEADERS") == 0 && conf_parse_bool(value, &b) != 0) {
+        snprintf(err, errlen, "HEADERS: expected yes or no, not \"%s\"", value);
+        return -1;
+    }
+    if (strcmp(key, "COMMAND") == 0 && *value == '\0') {
+        snprintf(err, errlen, "COMMAND must not be empty");
+        return -1;
+    }
+    return 0;
+}
+
 static void exec_teardown(struct pepsi_worker *w)
 {
     free(pepsi_worker_data(w));
@@ -227,7 +243,14 @@ static void exec_run(struct pepsi_worker *w, const struct pepsi_message *m, stru
     int in, err;
     static const unsigned char blank[] = "\n";
 
-    pid_t pid = spawn_command(ec->command, m, &in, &err);
+    /* Per-address overrides of COMMAND and HEADERS (D-122), checked
+     * before the stage ran (exec_check_option). */
+    const char *command = pepsi_option(w, m, "COMMAND");
+    const char *hdr = pepsi_option(w, m, "HEADERS");
+    bool headers = ec->headers;
+    if (hdr)
+        conf_parse_bool(hdr, &headers);
+    pid_t pid = spawn_command(command ? command : ec->command, m, &in, &err);
     if (pid < 0) {
         out->kind = PEPSI_HOST_ERROR;
         pepsi_outcome_reason(out, "stage %s: cannot start the command: %s", pepsi_worker_stage(w),
@@ -235,7 +258,7 @@ static void exec_run(struct pepsi_worker *w, const struct pepsi_message *m, stru
         return;
     }
     struct feed f = {{NULL, NULL, NULL}, {0, 0, 0}, 0, 0};
-    if (ec->headers && m->headers) {
+    if (headers && m->headers) {
         f.parts[0] = (const unsigned char *)m->headers;
         f.lens[0] = strlen(m->headers);
         f.parts[1] = blank;
@@ -273,4 +296,5 @@ const struct pepsi_stage_def stage_exec = {
     .setup = exec_setup,
     .run = exec_run,
     .teardown = exec_teardown,
+    .check_option = exec_check_option,
 };

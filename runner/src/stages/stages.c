@@ -7,7 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
-static const struct pepsi_stage_def *const builtins[] = {&stage_pass, &stage_exec, &stage_discard, &stage_http};
+static const struct pepsi_stage_def *const builtins[] = {&stage_pass, &stage_exec, &stage_discard, &stage_http,
+                                                           &stage_if};
 
 const struct pepsi_stage_def *stages_find(const char *name)
 {
@@ -19,7 +20,7 @@ const struct pepsi_stage_def *stages_find(const char *name)
 
 const char *stages_builtin_names(void)
 {
-    return "pass, exec, discard, http";
+    return "pass, exec, discard, http, if";
 }
 
 int stages_run_worker(const char *name, const char *config_path)

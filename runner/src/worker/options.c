@@ -115,6 +115,37 @@ int sdk_check_overrides(const struct pepsi_worker *w, const struct pepsi_message
     return 0;
 }
 
+int pepsi_check_setting(const struct conf *c, const char *stage, const char *key, const char *value,
+                        const struct pepsi_stage_def *builtin, char *why, size_t cap)
+{
+    static const char *const never[] = {"PROGRAM", "PARALLELISM", "QUEUE_LIMIT", "MAX_MESSAGES",
+                                        "WORKER_IDLE_TIMEOUT", "MAX_RUNTIME", "FUSION", "NEXT", NULL};
+    struct sdk_core core;
+    struct pepsi_worker w;
+    const struct stage_conf *section = conf_stage(c, stage);
+    if (section == NULL) {
+        snprintf(why, cap, "there is no stage \"%s\" (file and overlay)", stage);
+        return -1;
+    }
+    if (builtin == NULL) {
+        /* A program of its own: its keys are its business, routing and
+         * pool keys are the dispatcher's. */
+        if (in_list(never, key)) {
+            snprintf(why, cap, "option \"%s\" cannot be set per address", key);
+            return -1;
+        }
+        return 0;
+    }
+    memset(&core, 0, sizeof core);
+    core.conf = *c; /* read only: never freed through core */
+    memset(&w, 0, sizeof w);
+    w.core = &core;
+    w.def = builtin;
+    w.stage = section->name;
+    w.section = section;
+    return check_one(&w, key, value, why, cap);
+}
+
 /* ---- the split (D-124, D-125) ---- */
 
 /* Whether two override objects (NULL for none) are the same settings. */

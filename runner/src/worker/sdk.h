@@ -99,6 +99,12 @@ void pepsi_worker_set_data(struct pepsi_worker *w, void *data);
  * section's. NULL when neither has the key. m may be NULL. */
 const char *pepsi_option(const struct pepsi_worker *w, const struct pepsi_message *m, const char *key);
 
+/* Whether OPTION = VALUE may be set per address for stage (of c, whose
+ * PROGRAM is builtin, or NULL for a program of its own): 0, or -1 with
+ * why. `pepsi-runner settings set` asks before writing (D-114). */
+int pepsi_check_setting(const struct conf *c, const char *stage, const char *key, const char *value,
+                        const struct pepsi_stage_def *builtin, char *why, size_t cap);
+
 /* The built-in stages a worker may fuse (D-126, D-128): the multi-call
  * binary registers its table before pepsi_worker_main; a stage program of
  * its own registers nothing and never fuses. */

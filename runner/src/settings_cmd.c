@@ -1,0 +1,155 @@
+/* settings_cmd.c — `pepsi-runner settings`: per-address overrides of
+ * [stage-*] options for operators (D-122).
+ *
+ *   settings list [ADDRESS]
+ *   settings set ADDRESS STAGE OPTION VALUE
+ *   settings delete ADDRESS [STAGE [OPTION]]
+ *
+ * set checks, against the configuration (file and overlay), that the stage
+ * exists and that the option can be set per address with that value, so
+ * that a typo fails here rather than every message of that address later
+ * (D-114). Exit 0, 64 on a usage error, 1 on any other error. */
+#include "settings_cmd.h"
+
+#include "conn.h"
+#include "log.h"
+#include "pgerr.h"
+#include "schema.h"
+#include "stages/stages.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define COMPONENT "settings"
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: pepsi-runner [-c FILE] settings list [ADDRESS]\n"
+                    "       pepsi-runner [-c FILE] settings set ADDRESS STAGE OPTION VALUE\n"
+                    "       pepsi-runner [-c FILE] settings delete ADDRESS [STAGE [OPTION]]\n");
+    return EXIT_USAGE;
+}
+
+/* The configuration with the database overlay, as the workers read it. */
+static int load_with_overlay(PGconn *c, const char *path, struct conf *out)
+{
+    char err[1024];
+    PGresult *r = PQexec(c, "select section, key, value from pepsi.config_overlay()");
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        log_error(COMPONENT, "cannot read the configuration overlay: %s", pgerr_message(c, r));
+        PQclear(r);
+        return -1;
+    }
+    int n = PQntuples(r);
+    struct conf_override *rows = xcalloc((size_t)(n ? n : 1), sizeof *rows);
+    for (int i = 0; i < n; i++) {
+        rows[i].section = PQgetvalue(r, i, 0);
+        rows[i].key = PQgetvalue(r, i, 1);
+        rows[i].value = PQgetisnull(r, i, 2) ? NULL : PQgetvalue(r, i, 2);
+    }
+    int rc = conf_load_overlay(path, rows, (size_t)n, out, err, sizeof err);
+    free(rows);
+    PQclear(r);
+    if (rc != 0)
+        log_error(COMPONENT, "%s", err);
+    return rc;
+}
+
+/* The built-in behind a PROGRAM "pepsi-stage-NAME", or NULL. */
+static const struct pepsi_stage_def *builtin_of(const char *program)
+{
+    const char *base = strrchr(program, '/');
+    base = base ? base + 1 : program;
+    return strncmp(base, "pepsi-stage-", 12) == 0 ? stages_find(base + 12) : NULL;
+}
+
+static int print_list(PGconn *c, const char *address)
+{
+    const char *p[] = {address};
+    PGresult *r = PQexecParams(c, "select address, stage, option, value, to_char(updated_at, 'YYYY-MM-DD HH24:MI:SS')"
+                                  " from pepsi.settings_list($1)", 1, NULL, p, NULL, NULL, 0);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        log_error(COMPONENT, "cannot list settings: %s", pgerr_message(c, r));
+        PQclear(r);
+        return 1;
+    }
+    printf("%-32s %-20s %-20s %-24s %s\n", "ADDRESS", "STAGE", "OPTION", "VALUE", "UPDATED");
+    for (int i = 0; i < PQntuples(r); i++)
+        printf("%-32s %-20s %-20s %-24s %s\n", PQgetvalue(r, i, 0), PQgetvalue(r, i, 1),
+               PQgetvalue(r, i, 2), PQgetvalue(r, i, 3), PQgetvalue(r, i, 4));
+    PQclear(r);
+    return 0;
+}
+
+static int do_set(PGconn *c, const char *path, char **a)
+{
+    struct conf conf;
+    char why[512];
+    if (load_with_overlay(c, path, &conf) != 0)
+        return 1;
+    const struct stage_conf *s = conf_stage(&conf, a[1]);
+    int rc = pepsi_check_setting(&conf, a[1], a[2], a[3], s ? builtin_of(s->program) : NULL, why, sizeof why);
+    conf_free(&conf);
+    if (rc != 0) {
+        log_error(COMPONENT, "refused: %s", why);
+        return 1;
+    }
+    const char *p[] = {a[0], a[1], a[2], a[3]};
+    PGresult *r = PQexecParams(c, "select pepsi.settings_set($1, $2, $3, $4)", 4, NULL, p, NULL, NULL, 0);
+    rc = PQresultStatus(r) == PGRES_TUPLES_OK ? 0 : 1;
+    if (rc != 0)
+        log_error(COMPONENT, "cannot set: %s", pgerr_message(c, r));
+    else
+        printf("%s: [stage-%s] %s = %s\n", a[0], a[1], a[2], a[3]);
+    PQclear(r);
+    return rc;
+}
+
+static int do_delete(PGconn *c, int argc, char **a)
+{
+    const char *p[] = {a[0], argc > 1 ? a[1] : NULL, argc > 2 ? a[2] : NULL};
+    PGresult *r = PQexecParams(c, "select pepsi.settings_delete($1, $2, $3)", 3, NULL, p, NULL, NULL, 0);
+    int rc = PQresultStatus(r) == PGRES_TUPLES_OK ? 0 : 1;
+    if (rc != 0)
+        log_error(COMPONENT, "cannot delete: %s", pgerr_message(c, r));
+    else
+        printf("deleted %s setting(s)\n", PQgetvalue(r, 0, 0));
+    PQclear(r);
+    return rc;
+}
+
+int settings_command(const char *config_path, int argc, char **argv)
+{
+    char err[1024];
+    struct conf conf;
+    if (argc < 1)
+        return usage();
+    const char *verb = argv[0];
+    int n = argc - 1;
+    bool ok = (strcmp(verb, "list") == 0 && n <= 1) || (strcmp(verb, "set") == 0 && n == 4) ||
+              (strcmp(verb, "delete") == 0 && n >= 1 && n <= 3);
+    if (!ok)
+        return usage();
+    const char *path = config_path ? config_path : conf_default_path();
+    if (conf_load(path, &conf, err, sizeof err) != 0) {
+        log_error("config", "%s", err);
+        return 1;
+    }
+    PGconn *c = conn_open(conf.conninfo, conf.connect_timeout_ms, "pepsi-runner settings", COMPONENT, NULL);
+    conf_free(&conf);
+    if (c == NULL)
+        return 1;
+    int rc = 1;
+    if (schema_verify(c, COMPONENT) == SCHEMA_CURRENT) {
+        if (strcmp(verb, "list") == 0)
+            rc = print_list(c, n ? argv[1] : NULL);
+        else if (strcmp(verb, "set") == 0)
+            rc = do_set(c, path, argv + 1);
+        else
+            rc = do_delete(c, n, argv + 1);
+    }
+    PQfinish(c);
+    return rc;
+}
