@@ -39,7 +39,7 @@ SRC_LIB  := $(filter-out $(SRC_MAIN),$(wildcard runner/src/*.c runner/src/worker
 OBJ_LIB  := $(SRC_LIB:%.c=$(BUILD)/%.o)
 OBJ_MAIN := $(SRC_MAIN:%.c=$(BUILD)/%.o)
 TESTS    := $(patsubst runner/tests/%.c,$(BUILD)/tests/%,$(wildcard runner/tests/test_*.c))
-STAGES   := pass exec discard http if
+STAGES   := pass exec discard http if edit-settings
 RUNNER   := $(BUILD)/pepsi-runner
 
 .PHONY: all test check check-unit check-sql check-e2e run deploy revert bench lint install clean valgrind

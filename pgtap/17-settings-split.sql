@@ -1,7 +1,7 @@
 -- pgtap/17-settings-split.sql — per-address settings (D-122, D-123) and
 -- the lazy recipient split (D-124, D-125).
 begin;
-select plan(24);
+select plan(28);
 
 -- settings CRUD
 select lives_ok($$select pepsi.settings_set('Alice@Example.org', 'deliver', 'COMMAND', 'cat')$$,
@@ -60,6 +60,20 @@ select pepsi.workqueue_inject('deliver', p_recipients => '{a@x.org,b@y.org}') as
 update pepsi.workqueue set status = 'running' where workqueue_id = :n;
 select throws_ok(format($$select pepsi.workqueue_split(%s, 'deliver', '[["a@x.org"],["c@y.org"]]')$$, :n), 'PX003', null,
                  'PX003: groups that are not the recipients');
+
+-- settings_apply: a control message's changes and its advance, one call
+select pepsi.workqueue_inject('settings', p_origin_user => 'al', p_envelope_sender => 'al@x.org') as c \gset
+update pepsi.workqueue set status = 'running' where workqueue_id = :c;
+select pepsi.settings_set('al@x.org', 'deliver', 'HEADERS', 'yes');
+select is(pepsi.settings_apply(:c, 'settings', 'deliver', 'al@x.org',
+              '[{"stage": "deliver", "option": "COMMAND", "value": "cat"}, {"stage": "deliver", "option": "HEADERS", "value": null}]'),
+          2, 'settings_apply applies the changes (a null value deletes)');
+select results_eq($$select option, value from pepsi.settings_list('al@x.org')$$, $$values ('COMMAND'::text, 'cat'::text)$$,
+                  'settings_apply: COMMAND set, HEADERS deleted');
+select is((select stage || '/' || status from pepsi.workqueue where workqueue_id = :c), 'deliver/pending',
+          'D-76: and the message advanced in the same call');
+select throws_ok(format($$select pepsi.settings_apply(%s, 'settings', null, 'al@x.org', '[]')$$, :c), 'PX005', null,
+                 'settings_apply refuses a message that is not running at the stage');
 
 select * from finish();
 rollback;

@@ -8,7 +8,7 @@
 #include <string.h>
 
 static const struct pepsi_stage_def *const builtins[] = {&stage_pass, &stage_exec, &stage_discard, &stage_http,
-                                                           &stage_if};
+                                                           &stage_if, &stage_edit_settings};
 
 const struct pepsi_stage_def *stages_find(const char *name)
 {
@@ -20,7 +20,7 @@ const struct pepsi_stage_def *stages_find(const char *name)
 
 const char *stages_builtin_names(void)
 {
-    return "pass, exec, discard, http, if";
+    return "pass, exec, discard, http, if, edit-settings";
 }
 
 int stages_run_worker(const char *name, const char *config_path)

@@ -11,6 +11,7 @@ extern const struct pepsi_stage_def stage_discard;  /* finish (drop) the message
 extern const struct pepsi_stage_def stage_exec;     /* run COMMAND on the body */
 extern const struct pepsi_stage_def stage_http;     /* POST the body to URL (libcurl) */
 extern const struct pepsi_stage_def stage_if;       /* route on a condition (stages/cond.h) */
+extern const struct pepsi_stage_def stage_edit_settings; /* apply a settings control message */
 
 /* The built-in stage called name, or NULL. */
 const struct pepsi_stage_def *stages_find(const char *name);

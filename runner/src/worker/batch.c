@@ -147,7 +147,7 @@ static void wall_after(char *buf, size_t cap, int64_t ms)
  * pause or failure take the one-message path (backoff, D-115). */
 static bool batched(const struct pepsi_worker *w, const struct item *it)
 {
-    if (!it->present || it->done)
+    if (!it->present || it->done || it->pass.out.settings_changes)
         return false;
     switch (it->pass.out.kind) {
     case PEPSI_ADVANCE:
@@ -280,6 +280,7 @@ static void free_items(struct item *it, size_t n)
         else
             json_decref(it[i].msg.state);
         json_decref(it[i].pass.out.state_patch);
+        json_decref(it[i].pass.out.settings_changes);
     }
     free(it);
 }

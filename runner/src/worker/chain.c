@@ -171,7 +171,9 @@ void sdk_pass(struct pepsi_worker *w, struct pepsi_message *m, int level, struct
 {
     memset(p, 0, sizeof *p);
     run_stage(w, m, p);
-    for (int depth = 0; depth < SDK_FUSION_DEPTH && p->out.kind == PEPSI_ADVANCE; depth++) {
+    /* A result that changes settings is committed where it was decided. */
+    for (int depth = 0; depth < SDK_FUSION_DEPTH && p->out.kind == PEPSI_ADVANCE && !p->out.settings_changes;
+         depth++) {
         struct pepsi_worker *f = next_fusable(w, p, m, level);
         if (f == NULL)
             break;

@@ -73,6 +73,16 @@ static PGresult *commit_call(struct pepsi_worker *s, const char *row_stage, cons
     PGresult *res;
 
     *failed = false;
+    if (out->settings_changes && (out->kind == PEPSI_ADVANCE || out->kind == PEPSI_FINISH)) {
+        /* A settings control message: the changes and the advance in one call. */
+        char *changes = json_dumps(out->settings_changes, JSON_COMPACT);
+        const char *p[] = {id, row_stage, out->kind == PEPSI_ADVANCE ? next : NULL, out->settings_address,
+                           changes};
+        res = sdk_exec_prepared(s, "settings_apply", 5, p);
+        free(changes);
+        free(patch);
+        return res;
+    }
     switch (out->kind) {
     case PEPSI_ADVANCE:
         if (next) {

@@ -67,6 +67,7 @@ static const struct {
                    " $4::bigint * interval '1 millisecond', $5)"},
     {"move", "select pepsi.workqueue_move($1::bigint, $2, $3)"},
     {"split", "select pepsi.workqueue_split($1::bigint, $2, $3::jsonb)"},
+    {"settings_apply", "select pepsi.settings_apply($1::bigint, $2, $3, $4, $5::jsonb)"},
 };
 
 static int prepare_all(struct pepsi_worker *w)
@@ -230,6 +231,7 @@ static void pass_and_commit(struct pepsi_worker *w, struct pepsi_message *m, int
     memcpy(res->report, p.report, p.n_report * sizeof p.report[0]);
     res->n_report = p.n_report;
     json_decref(p.out.state_patch);
+    json_decref(p.out.settings_changes);
 }
 
 /* Loads one message; 0 with *r set, 1 when it is not running here (skip

@@ -57,6 +57,10 @@ struct pepsi_outcome {
     char reason[512];                /* PEPSI_PAUSE, PEPSI_FAIL, PEPSI_HOST_ERROR */
     const char *failure_class;       /* PEPSI_FAIL: NULL means "permanent" */
     json_t *state_patch;             /* keys merged into state; the SDK releases it */
+    json_t *settings_changes;        /* ADVANCE/FINISH: per-address settings changed with the
+                                        result, in the same call ([{"stage","option","value"}],
+                                        value null deletes); the SDK releases it */
+    const char *settings_address;    /* whose settings settings_changes are */
 };
 
 struct pepsi_worker;

@@ -1,0 +1,7 @@
+-- Revert pepsi:settings_apply from pg
+
+begin;
+
+drop function pepsi.settings_apply(bigint, text, text, text, jsonb);
+
+commit;
