@@ -14,6 +14,7 @@
 #include "conn.h"
 #include "db.h"
 #include "log.h"
+#include "overlay.h"
 #include "pgerr.h"
 #include "pool.h"
 #include "schema.h"
@@ -37,7 +38,6 @@
 #define RECONNECT_MAX_MS 30000
 #define SHUTDOWN_LIMIT_MS 60000    /* give up waiting for workers and the database */
 #define RELOAD_RETRY_MS 5000       /* an overlay that could not be read (D-119) */
-#define OVERLAY_SQL "select section, key, value from pepsi.config_overlay()"
 #define LISTEN_SQL "listen workqueue; listen config_changed; listen telemetry_changed"
 
 struct runner {

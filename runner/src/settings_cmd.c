@@ -13,6 +13,7 @@
 
 #include "conn.h"
 #include "log.h"
+#include "overlay.h"
 #include "pgerr.h"
 #include "schema.h"
 #include "stages/stages.h"
@@ -30,39 +31,6 @@ static int usage(void)
                     "       pepsi-runner [-c FILE] settings set ADDRESS STAGE OPTION VALUE\n"
                     "       pepsi-runner [-c FILE] settings delete ADDRESS [STAGE [OPTION]]\n");
     return EXIT_USAGE;
-}
-
-/* The configuration with the database overlay, as the workers read it. */
-static int load_with_overlay(PGconn *c, const char *path, struct conf *out)
-{
-    char err[1024];
-    PGresult *r = PQexec(c, "select section, key, value from pepsi.config_overlay()");
-    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
-        log_error(COMPONENT, "cannot read the configuration overlay: %s", pgerr_message(c, r));
-        PQclear(r);
-        return -1;
-    }
-    int n = PQntuples(r);
-    struct conf_override *rows = xcalloc((size_t)(n ? n : 1), sizeof *rows);
-    for (int i = 0; i < n; i++) {
-        rows[i].section = PQgetvalue(r, i, 0);
-        rows[i].key = PQgetvalue(r, i, 1);
-        rows[i].value = PQgetisnull(r, i, 2) ? NULL : PQgetvalue(r, i, 2);
-    }
-    int rc = conf_load_overlay(path, rows, (size_t)n, out, err, sizeof err);
-    free(rows);
-    PQclear(r);
-    if (rc != 0)
-        log_error(COMPONENT, "%s", err);
-    return rc;
-}
-
-/* The built-in behind a PROGRAM "pepsi-stage-NAME", or NULL. */
-static const struct pepsi_stage_def *builtin_of(const char *program)
-{
-    const char *base = strrchr(program, '/');
-    base = base ? base + 1 : program;
-    return strncmp(base, "pepsi-stage-", 12) == 0 ? stages_find(base + 12) : NULL;
 }
 
 static int print_list(PGconn *c, const char *address)
@@ -86,11 +54,15 @@ static int print_list(PGconn *c, const char *address)
 static int do_set(PGconn *c, const char *path, char **a)
 {
     struct conf conf;
-    char why[512];
-    if (load_with_overlay(c, path, &conf) != 0)
+    char why[1024];
+    /* The configuration as the workers read it: file and overlay. */
+    if (overlay_load(c, path, &conf, why, sizeof why) != 0) {
+        log_error(COMPONENT, "%s", why);
         return 1;
+    }
     const struct stage_conf *s = conf_stage(&conf, a[1]);
-    int rc = pepsi_check_setting(&conf, a[1], a[2], a[3], s ? builtin_of(s->program) : NULL, why, sizeof why);
+    int rc = pepsi_check_setting(&conf, a[1], a[2], a[3], s ? stages_builtin_of(s->program) : NULL, why,
+                                 sizeof why);
     conf_free(&conf);
     if (rc != 0) {
         log_error(COMPONENT, "refused: %s", why);

@@ -1,6 +1,7 @@
 /* stagetab.c — see stagetab.h. */
 #include "stagetab.h"
 
+#include "overlay.h"
 #include "util.h"
 
 #include <stdlib.h>
@@ -9,17 +10,8 @@
 struct stagetab *stagetab_load(const char *path, const PGresult *res, struct pool_env *env,
                                char *err, size_t errlen)
 {
-    int n = res ? PQntuples(res) : 0;
-    struct conf_override *rows = xcalloc((size_t)(n ? n : 1), sizeof *rows);
-    for (int i = 0; i < n; i++) {
-        rows[i].section = PQgetvalue(res, i, 0);
-        rows[i].key = PQgetvalue(res, i, 1);
-        rows[i].value = PQgetisnull(res, i, 2) ? NULL : PQgetvalue(res, i, 2);
-    }
     struct stagetab *t = xcalloc(1, sizeof *t);
-    int rc = conf_load_overlay(path, rows, (size_t)n, &t->conf, err, errlen);
-    free(rows);
-    if (rc != 0) {
+    if (overlay_apply(path, res, &t->conf, err, errlen) != 0) {
         free(t);
         return NULL;
     }

@@ -45,11 +45,7 @@ static bool es_runs_on_metadata(struct pepsi_worker *w, const struct pepsi_messa
 static const struct pepsi_stage_def *program_of(const struct conf *c, const char *stage)
 {
     const struct stage_conf *s = conf_stage(c, stage);
-    if (s == NULL)
-        return NULL;
-    const char *base = strrchr(s->program, '/');
-    base = base ? base + 1 : s->program;
-    return strncmp(base, "pepsi-stage-", 12) == 0 ? stages_find(base + 12) : NULL;
+    return s ? stages_builtin_of(s->program) : NULL;
 }
 
 static char *trim(char *s)

@@ -18,6 +18,13 @@ const struct pepsi_stage_def *stages_find(const char *name)
     return NULL;
 }
 
+const struct pepsi_stage_def *stages_builtin_of(const char *program)
+{
+    const char *base = strrchr(program, '/');
+    base = base ? base + 1 : program;
+    return strncmp(base, "pepsi-stage-", 12) == 0 ? stages_find(base + 12) : NULL;
+}
+
 const char *stages_builtin_names(void)
 {
     return "pass, exec, discard, http, if, edit-settings";
@@ -31,6 +38,6 @@ int stages_run_worker(const char *name, const char *config_path)
                 stages_builtin_names());
         return EXIT_USAGE;
     }
-    pepsi_sdk_builtins(stages_find); /* the stages this binary may fuse (D-126, D-128) */
+    pepsi_sdk_builtins(stages_builtin_of); /* the stages this binary may fuse (D-126, D-128) */
     return pepsi_worker_main(def, config_path);
 }

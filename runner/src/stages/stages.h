@@ -16,6 +16,9 @@ extern const struct pepsi_stage_def stage_edit_settings; /* apply a settings con
 /* The built-in stage called name, or NULL. */
 const struct pepsi_stage_def *stages_find(const char *name);
 
+/* The built-in behind a PROGRAM "pepsi-stage-NAME" (in any directory), or NULL. */
+const struct pepsi_stage_def *stages_builtin_of(const char *program);
+
 /* "pass, exec, discard": for usage messages. */
 const char *stages_builtin_names(void);
 

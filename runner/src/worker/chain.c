@@ -33,14 +33,10 @@ int sdk_load_level(const struct pepsi_stage_def *d)
     return d->skip_load ? SDK_LOAD_NONE : d->loads_body ? SDK_LOAD_BODY : SDK_LOAD_META;
 }
 
-/* The built-in behind a PROGRAM "pepsi-stage-NAME" (any directory), or NULL. */
+/* The built-in behind a PROGRAM, or NULL (a stage program of its own). */
 static const struct pepsi_stage_def *builtin_of(const char *program)
 {
-    const char *base = strrchr(program, '/');
-    base = base ? base + 1 : program;
-    if (builtin_find == NULL || strncmp(base, "pepsi-stage-", 12) != 0)
-        return NULL;
-    return builtin_find(base + 12);
+    return builtin_find ? builtin_find(program) : NULL;
 }
 
 static bool fusion_wanted(const struct stage_conf *section, const struct pepsi_stage_def *def)

@@ -4,6 +4,7 @@
 
 #include "conn.h"
 #include "log.h"
+#include "overlay.h"
 #include "pgerr.h"
 #include "proto.h"
 #include "schema.h"
@@ -407,31 +408,14 @@ static int load_file(struct pepsi_worker *w, const char *path)
 static int load_overlay(struct pepsi_worker *w, const char *path)
 {
     char err[1024];
-    PGresult *res = PQexec(w->core->conn, "select section, key, value from pepsi.config_overlay()");
-    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-        log_error(w->stage, "cannot read the configuration overlay: %s", pgerr_message(w->core->conn, res));
-        PQclear(res);
-        return 1;
-    }
-    int n = PQntuples(res);
-    if (n == 0) {
-        PQclear(res);
-        return 0;
-    }
-    struct conf_override *rows = xcalloc((size_t)n, sizeof *rows);
-    for (int i = 0; i < n; i++) {
-        rows[i].section = PQgetvalue(res, i, 0);
-        rows[i].key = PQgetvalue(res, i, 1);
-        rows[i].value = PQgetisnull(res, i, 2) ? NULL : PQgetvalue(res, i, 2);
-    }
-    conf_free(&w->core->conf);
-    int rc = conf_load_overlay(path, rows, (size_t)n, &w->core->conf, err, sizeof err);
-    free(rows);
-    PQclear(res);
+    struct conf merged;
+    int rc = overlay_load(w->core->conn, path, &merged, err, sizeof err);
     if (rc != 0) {
         log_error(w->stage, "%s", err);
-        return EXIT_CONFIG;
+        return rc == -2 ? 1 : EXIT_CONFIG;
     }
+    conf_free(&w->core->conf);
+    w->core->conf = merged;
     return 0;
 }
 

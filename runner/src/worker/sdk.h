@@ -110,8 +110,9 @@ int pepsi_check_setting(const struct conf *c, const char *stage, const char *key
                         const struct pepsi_stage_def *builtin, char *why, size_t cap);
 
 /* The built-in stages a worker may fuse (D-126, D-128): the multi-call
- * binary registers its table before pepsi_worker_main; a stage program of
- * its own registers nothing and never fuses. */
+ * binary registers, before pepsi_worker_main, how to find the built-in
+ * behind a PROGRAM; a stage program of its own registers nothing and never
+ * fuses. */
 void pepsi_sdk_builtins(const struct pepsi_stage_def *(*find)(const char *program));
 
 /* Fills a reason with printf formatting (truncated to fit). */
