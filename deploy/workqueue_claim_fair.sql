@@ -1,0 +1,385 @@
+-- Deploy pepsi:workqueue_claim_fair to pg
+-- requires: workqueue_claim
+
+begin;
+
+create function pepsi.workqueue_claim_fair(
+    p_stages         text[],
+    p_caps           int[],
+    p_avg_usec       float8[],
+    p_lead_stages    text[],
+    p_lead_senders   text[],
+    p_lead_usec      float8[],
+    p_fifo_percent   int default 10,
+    p_window_after   text[] default null,
+    p_fifo_credit    int[] default null,
+    p_now            timestamptz default now(),
+    p_release_paused boolean default false,
+    p_window_size    int default 64)
+returns table (workqueue_id bigint, stage text, sender_key text, fifo boolean,
+               window_next text, window_lap boolean, fifo_credit int, lead_floor float8)
+language plpgsql
+security definer
+set search_path = pg_catalog, pepsi, pg_temp
+set plan_cache_mode = force_generic_plan
+as $$
+-- The fair claim (D-53, D-57..D-61): like workqueue_claim, for every stage
+-- in p_stages up to the matching p_caps entry of its pending rows become
+-- running, all in one UPDATE ... RETURNING (D-58); but which rows is
+-- decided the way CFS picks a process, from the dispatcher's leads.
+--
+-- Parameters, one entry per stage unless said otherwise:
+--   p_stages, p_caps   the stages and their free capacity (cap 0: skipped).
+--   p_avg_usec         the stage's average worker time per message, > 0.
+--   p_lead_stages, p_lead_senders, p_lead_usec
+--                      flat arrays of (stage, sender_key, lead in µs): the
+--                      dispatcher's leads. A sender with no entry has lead
+--                      0, level with the least served (D-54). A repeated
+--                      (stage, sender) counts with its largest lead. NULL
+--                      arrays are empty arrays.
+--   p_fifo_percent     FAIR_FIFO_PERCENT, 0..100 (D-57).
+--   p_window_after     where each stage's sender window starts (exclusive):
+--                      the window_next returned for that stage last time;
+--                      NULL (the array or an entry): the first sender.
+--   p_fifo_credit      each stage's FIFO credit in hundredths of a slot,
+--                      0..99: the fifo_credit returned last time; NULL (the
+--                      array or an entry) counts as 99: the share rounds up.
+--   p_now, p_release_paused   as in workqueue_claim (claimed_at; D-93).
+--   p_window_size      at most this many senders per stage per claim, 1..64
+--                      (D-60: 64). Senders cost index probes, the main cost
+--                      of a claim when many wait: a dispatcher claiming a
+--                      few slots at a time may pass fewer (e.g. 4 x cap);
+--                      fairness then works over more window rotations.
+--
+-- Per stage:
+--   1. The window (D-59, D-60): the waiting senders in sender_key order,
+--      from after p_window_after, wrapping around to the first, at most
+--      p_window_size, found by a loose index scan of
+--      workqueue_pending_sender_idx (a recursive skip-scan): each probe
+--      reads the next few entries after the previous sender and yields
+--      every sender that starts among them, with its oldest rows.
+--   2. Ranking (D-53): the k-th oldest row of a sender with lead L ranks
+--      L + k * avg, k counting from 0, smallest first, ties by workqueue_id.
+--      k from 0 is "the lead before this row runs": a sender without a
+--      lead and with one row ranks 0, level with the oldest row of every
+--      other least-served sender (counting from 1 would add avg to every
+--      rank of the stage and change no order).
+--   3. Reading (D-61): a sender's rows are read oldest first, never more
+--      than cap, and only as deep as a row could still win a slot: with
+--      c = least(cap, senders) and L(c) the c-th smallest lead, the cap
+--      best ranks are at most R = L(c) + (ceil(cap / c) - 1) * avg, so a
+--      sender with lead L is read to depth floor((R - L) / avg) + 1 (at
+--      least its oldest row). If fewer than cap rows rank at most R (short
+--      backlogs), the senders that may have more are read on to cap. So
+--      the result is exact, and the cost O(stages * senders in window *
+--      cap) at worst, about one probe per sender when senders are level,
+--      and never grows with any backlog's depth.
+--   4. The FIFO share (D-57): of the n = least(cap, candidates) slots, f go
+--      to the stage's oldest pending rows regardless of sender, where
+--      t = credit + n * p_fifo_percent, f = t / 100 (integer division), and
+--      t % 100 is returned as fifo_credit. Passed back claim after claim
+--      this gives exactly p_fifo_percent of the stage's slots, also when
+--      every claim has cap 1 (one claim in ten at 10 %). Without a credit
+--      (NULL) f = ceil(n * p_fifo_percent / 100): at least one slot.
+--   5. The other slots go to the best-ranked candidates not taken in 4.
+--
+-- Returns the claimed rows, grouped by stage in p_stages order and within
+-- a stage in claim order (FIFO rows first, then by rank), with per row:
+--   fifo          true when the FIFO share took the row;
+-- and per stage (the same on every row of the stage):
+--   window_next   pass as this stage's p_window_after next time: the last
+--                 sender of a full window, NULL when the window held every
+--                 waiting sender;
+--   window_lap    true when the window reached the end of the sender order
+--                 (always when window_next is NULL): the windows since the
+--                 previous lap, this one included, have seen every waiting
+--                 sender;
+--   fifo_credit   pass as this stage's p_fifo_credit next time;
+--   lead_floor    the smallest lead among the window's senders (no entry:
+--                 0). When window_next is NULL it is the least-served
+--                 waiting sender's lead, which the dispatcher subtracts
+--                 from all its leads of the stage, so that they stay
+--                 relative to that sender (D-48, D-54). When the window is
+--                 a part of the senders, the dispatcher keeps the smallest
+--                 lead_floor from one lap to the next and subtracts that at
+--                 the lap (fair_level in runner/src/fair.c).
+-- A stage that returns no row had nothing pending: its state stays as it
+-- was.
+-- The statement is planned once per session (plan_cache_mode): stages,
+-- senders and limits reach every scan as LATERAL parameters, so a custom
+-- plan would know nothing more, and planning costs more than a claim.
+-- Raises PX003 when the per-stage arrays or the lead arrays differ in
+-- length, a stage is listed twice, a cap is NULL or < 0, an average is not
+-- a finite number > 0, a lead is NULL or not finite, a lead stage or sender
+-- is NULL, p_fifo_percent is outside 0..100, a credit outside 0..99,
+-- p_window_size outside 1..64, or p_now is NULL.
+-- Tables: workqueue (update).
+#variable_conflict use_column
+declare
+    v_n int := cardinality(p_stages);
+begin
+    if v_n is distinct from cardinality(p_caps) or v_n is distinct from cardinality(p_avg_usec)
+       or (p_window_after is not null and cardinality(p_window_after) <> v_n)
+       or (p_fifo_credit is not null and cardinality(p_fifo_credit) <> v_n) then
+        raise exception 'stages, caps, averages, window and credit arrays differ in length'
+            using errcode = 'PX003';
+    end if;
+    if array_position(p_caps, null) is not null or 0 > any (p_caps) then
+        raise exception 'caps must be zero or more' using errcode = 'PX003';
+    end if;
+    if not coalesce(0 < all (p_avg_usec) and 'Infinity'::float8 > all (p_avg_usec), false) then
+        raise exception 'averages must be finite and greater than zero' using errcode = 'PX003';
+    end if;
+    if coalesce(cardinality(p_lead_stages), 0) <> coalesce(cardinality(p_lead_senders), 0)
+       or coalesce(cardinality(p_lead_stages), 0) <> coalesce(cardinality(p_lead_usec), 0)
+       or array_position(p_lead_stages, null) is not null
+       or array_position(p_lead_senders, null) is not null
+       or array_position(p_lead_usec, null) is not null
+       or not coalesce('-Infinity'::float8 < all (p_lead_usec)
+                       and 'Infinity'::float8 > all (p_lead_usec), true) then
+        raise exception 'lead stages, senders and leads must be arrays of one length, without NULLs or infinities'
+            using errcode = 'PX003';
+    end if;
+    if p_fifo_percent is null or p_fifo_percent not between 0 and 100 then
+        raise exception 'fifo percent must be between 0 and 100' using errcode = 'PX003';
+    end if;
+    if 0 > any (p_fifo_credit) or 99 < any (p_fifo_credit) then
+        raise exception 'fifo credits must be between 0 and 99' using errcode = 'PX003';
+    end if;
+    if p_window_size is null or p_window_size not between 1 and 64 then
+        raise exception 'window size must be between 1 and 64' using errcode = 'PX003';
+    end if;
+    if p_now is null then
+        raise exception 'p_now must not be null' using errcode = 'PX003';
+    end if;
+    if v_n > 1 and (select count(distinct s) from unnest(p_stages) s) <> v_n then
+        raise exception 'a stage is listed twice' using errcode = 'PX003';
+    end if;
+
+    if p_release_paused then
+        update pepsi.workqueue w set status = 'pending', timeout = null
+         where w.status = 'paused' and w.timeout <= p_now;
+    end if;
+
+    return query
+    with recursive
+    -- The stages with free capacity.
+    st as (
+        select s.ord::int as ord, s.stage, s.cap, s.avg_usec, s.after, coalesce(s.credit, 99) as credit
+          from unnest(p_stages, p_caps, p_avg_usec, p_window_after, p_fifo_credit)
+               with ordinality as s(stage, cap, avg_usec, after, credit, ord)
+         where s.cap > 0
+    ),
+    -- 1. The window, by a batched skip-scan of workqueue_pending_sender_idx.
+    -- Each step is one probe that reads the next few entries after the
+    -- previous step's last sender, in (sender_key, workqueue_id) order: it
+    -- yields every sender that starts among them with its oldest rows (a
+    -- sender that is not the last of its batch has no more rows). A probe
+    -- reads 16 entries first, then 4 after a batch of one sender (a deep
+    -- backlog: the window needs one row of it) and 32 after a batch of
+    -- several (short backlogs: several senders per probe); a probe costs
+    -- much more than an entry (btree reads a leaf page at a time). win1
+    -- goes from p_window_after to the last sender; win2 wraps around to the
+    -- first sender and goes on up to p_window_after. Ordering by
+    -- (sender_key, workqueue_id) keeps every probe on that index: no other
+    -- has the order. array_agg keeps the subquery's order (ids oldest first).
+    win1(ord, stage, n, sender, ids, last, batch) as (
+        select st.ord, st.stage, f.i, f.sender_key, f.ids, f.last, f.batch
+          from st cross join lateral (
+                   select g.sender_key, g.ids,
+                          row_number() over (order by g.sender_key) as i,
+                          lead(g.sender_key) over (order by g.sender_key) is null as last,
+                          case when count(*) over () = 1 then 4 else 32 end as batch
+                     from (select b.sender_key, array_agg(b.workqueue_id) as ids
+                             from (select q.sender_key, q.workqueue_id
+                                     from pepsi.workqueue q
+                                    where q.stage = st.stage and q.status = 'pending'
+                                      and q.sender_key > coalesce(st.after, '')
+                                    order by q.sender_key, q.workqueue_id
+                                    limit 16) b
+                            group by b.sender_key) g) f
+        union all
+        select w.ord, w.stage, w.n + f.i, f.sender_key, f.ids, f.last, f.batch
+          from win1 w cross join lateral (
+                   select g.sender_key, g.ids,
+                          row_number() over (order by g.sender_key) as i,
+                          lead(g.sender_key) over (order by g.sender_key) is null as last,
+                          case when count(*) over () = 1 then 4 else 32 end as batch
+                     from (select b.sender_key, array_agg(b.workqueue_id) as ids
+                             from (select q.sender_key, q.workqueue_id
+                                     from pepsi.workqueue q
+                                    where q.stage = w.stage and q.status = 'pending'
+                                      and q.sender_key > w.sender
+                                    order by q.sender_key, q.workqueue_id
+                                    limit w.batch) b
+                            group by b.sender_key) g) f
+         where w.last and w.n < p_window_size
+    ),
+    win2(ord, stage, after, n, sender, ids, last, batch) as (
+        select st.ord, st.stage, st.after, coalesce(c.n, 0) + f.i, f.sender_key, f.ids, f.last, f.batch
+          from st
+               left join (select win1.ord, max(win1.n) as n from win1 group by win1.ord) c on c.ord = st.ord
+               cross join lateral (
+                   select g.sender_key, g.ids,
+                          row_number() over (order by g.sender_key) as i,
+                          lead(g.sender_key) over (order by g.sender_key) is null as last,
+                          case when count(*) over () = 1 then 4 else 32 end as batch
+                     from (select b.sender_key, array_agg(b.workqueue_id) as ids
+                             from (select q.sender_key, q.workqueue_id
+                                     from pepsi.workqueue q
+                                    where q.stage = st.stage and q.status = 'pending'
+                                      and q.sender_key <= st.after
+                                      and st.after is not null and coalesce(c.n, 0) < p_window_size
+                                    order by q.sender_key, q.workqueue_id
+                                    limit 16) b
+                            group by b.sender_key) g) f
+        union all
+        select w.ord, w.stage, w.after, w.n + f.i, f.sender_key, f.ids, f.last, f.batch
+          from win2 w cross join lateral (
+                   select g.sender_key, g.ids,
+                          row_number() over (order by g.sender_key) as i,
+                          lead(g.sender_key) over (order by g.sender_key) is null as last,
+                          case when count(*) over () = 1 then 4 else 32 end as batch
+                     from (select b.sender_key, array_agg(b.workqueue_id) as ids
+                             from (select q.sender_key, q.workqueue_id
+                                     from pepsi.workqueue q
+                                    where q.stage = w.stage and q.status = 'pending'
+                                      and q.sender_key > w.sender and q.sender_key <= w.after
+                                    order by q.sender_key, q.workqueue_id
+                                    limit w.batch) b
+                            group by b.sender_key) g) f
+         where w.last and w.n < p_window_size
+    ),
+    leads as (
+        select l.stage, l.sender, max(l.lead_usec) as lead_usec
+          from unnest(p_lead_stages, p_lead_senders, p_lead_usec) as l(stage, sender, lead_usec)
+         group by l.stage, l.sender
+    ),
+    -- The window's senders (n = 1 .. p_window_size within the stage), their
+    -- oldest rows read so far, whether that is all of them, their leads.
+    ws as (
+        select w.ord, w.n, w.sender, w.ids, not w.last as complete, w.wrapped,
+               coalesce(l.lead_usec, 0) as lead_usec
+          from (select win1.ord, win1.stage, win1.n, win1.sender, win1.ids, win1.last, false as wrapped
+                  from win1 where win1.n <= p_window_size
+                union all
+                select win2.ord, win2.stage, win2.n, win2.sender, win2.ids, win2.last, true
+                  from win2 where win2.n <= p_window_size) w
+               left join leads l on l.stage = w.stage and l.sender = w.sender
+    ),
+    -- Per stage: the lead floor, the window's state, and what the bound R
+    -- of step 3 needs: c and the c-th smallest lead.
+    sb as (
+        select ws.ord, min(ws.lead_usec) as lead_floor,
+               max(ws.sender) filter (where ws.n = p_window_size) as window_next,
+               count(*) < p_window_size or bool_or(ws.wrapped) as window_lap,
+               least(min(st.cap), count(*))::int as c,
+               (array_agg(ws.lead_usec order by ws.lead_usec))[least(min(st.cap), count(*))::int]
+                 as lead_c
+          from ws join st on st.ord = ws.ord
+         group by ws.ord
+    ),
+    -- 3. Each sender's depth: the rows that rank at most
+    -- R = lead_c + (ceil(cap / c) - 1) * avg, at most cap.
+    wd as (
+        select ws.ord, ws.n, ws.sender, ws.ids, ws.complete, ws.lead_usec, st.stage, st.cap, st.avg_usec,
+               least(st.cap, greatest(1, floor((sb.lead_c + ((st.cap + sb.c - 1) / sb.c - 1) * st.avg_usec
+                                                - ws.lead_usec) / st.avg_usec + 1e-9)::int + 1)) as depth
+          from ws join sb on sb.ord = ws.ord join st on st.ord = ws.ord
+    ),
+    -- Read each sender to its depth where the window has not (a read that
+    -- runs into the next sender stops there: those rows are dropped).
+    rd as (
+        select r.*, sum(least(cardinality(r.ids), r.depth)) over (partition by r.ord) as stage_le_r
+          from (select wd.*
+                  from wd where wd.complete or cardinality(wd.ids) >= wd.depth
+                union all
+                select wd.ord, wd.n, wd.sender, wd.ids || coalesce(m.ids, '{}'),
+                       cardinality(m.ids) is distinct from wd.depth - cardinality(wd.ids),
+                       wd.lead_usec, wd.stage, wd.cap, wd.avg_usec, wd.depth
+                  from wd cross join lateral (
+                           select array_agg(r.workqueue_id) as ids
+                             from (select q.workqueue_id, q.sender_key
+                                     from pepsi.workqueue q
+                                    where q.stage = wd.stage and q.status = 'pending'
+                                      and (q.sender_key, q.workqueue_id) > (wd.sender, wd.ids[cardinality(wd.ids)])
+                                    order by q.sender_key, q.workqueue_id
+                                    limit wd.depth - cardinality(wd.ids)) r
+                            where r.sender_key = wd.sender) m
+                 where not wd.complete and cardinality(wd.ids) < wd.depth) r
+    ),
+    -- 2. The candidates ranked L + k * avg, k from 0: each sender's rows to
+    -- its depth. Every row that ranks at most R has been read; if fewer
+    -- than cap do, every row read counts, and the senders that may have
+    -- more are read on to cap.
+    cand as (
+        select rd.ord, c.id, rd.lead_usec + (c.k - 1) * rd.avg_usec as rank
+          from rd cross join lateral
+               unnest(rd.ids[1:case when rd.stage_le_r < rd.cap then rd.cap else rd.depth end])
+                   with ordinality as c(id, k)
+        union all
+        select rd.ord, c.id, rd.lead_usec + (cardinality(rd.ids) + c.k - 1) * rd.avg_usec
+          from rd cross join lateral (
+                   select array_agg(r.workqueue_id) as ids
+                     from (select q.workqueue_id, q.sender_key
+                             from pepsi.workqueue q
+                            where q.stage = rd.stage and q.status = 'pending'
+                              and (q.sender_key, q.workqueue_id) > (rd.sender, rd.ids[cardinality(rd.ids)])
+                            order by q.sender_key, q.workqueue_id
+                            limit rd.cap - cardinality(rd.ids)) r
+                    where r.sender_key = rd.sender) m
+               cross join lateral unnest(m.ids) with ordinality as c(id, k)
+         where rd.stage_le_r < rd.cap and not rd.complete and cardinality(rd.ids) < rd.cap
+    ),
+    -- 4. The FIFO share of the n slots, and the credit carried over.
+    share as (
+        select st.ord, st.stage, st.cap, sb.window_next, sb.window_lap, sb.lead_floor,
+               (st.credit + least(x.n, st.cap) * p_fifo_percent) / 100 as f,
+               (st.credit + least(x.n, st.cap) * p_fifo_percent) % 100 as credit_next
+          from (select cand.ord, count(*)::int as n from cand group by cand.ord) x
+               join st on st.ord = x.ord
+               join sb on sb.ord = x.ord
+    ),
+    oldest as (
+        select share.ord, r.workqueue_id as id
+          from share cross join lateral (
+                   select q.workqueue_id
+                     from pepsi.workqueue q
+                    where q.stage = share.stage and q.status = 'pending' and share.f > 0
+                    order by q.workqueue_id
+                    limit share.f) r
+    ),
+    -- 5. FIFO rows first, then the best ranks; each row once; cap per stage.
+    pick as (
+        select x.ord, x.id, x.fifo, x.pos
+          from (select u.ord, u.id, u.fifo,
+                       row_number() over (partition by u.ord order by u.fifo desc, u.rank, u.id) as pos
+                  from (select oldest.ord, oldest.id, true as fifo, 0::float8 as rank from oldest
+                        union all
+                        select cand.ord, cand.id, false, cand.rank from cand
+                         where not exists (select 1 from oldest where oldest.id = cand.id)) u) x
+               join share on share.ord = x.ord
+         where x.pos <= share.cap
+    ),
+    claimed as (
+        update pepsi.workqueue w
+           set status = 'running'::pepsi.workqueue_status, claimed_at = p_now
+         where w.workqueue_id = any (array(select pick.id from pick))
+           and w.status = 'pending'
+        returning w.workqueue_id, w.stage, w.sender_key
+    )
+    select c.workqueue_id, c.stage, c.sender_key, pick.fifo,
+           share.window_next, share.window_lap, share.credit_next, share.lead_floor
+      from claimed c
+           join pick on pick.id = c.workqueue_id
+           join share on share.ord = pick.ord
+     order by pick.ord, pick.pos;
+end
+$$;
+
+revoke all on function pepsi.workqueue_claim_fair(text[], int[], float8[], text[], text[], float8[], int, text[],
+                                                  int[], timestamptz, boolean, int) from public;
+grant execute on function pepsi.workqueue_claim_fair(text[], int[], float8[], text[], text[], float8[], int, text[],
+                                                     int[], timestamptz, boolean, int) to pepsi_runner;
+
+commit;

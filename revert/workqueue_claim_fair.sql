@@ -1,0 +1,8 @@
+-- Revert pepsi:workqueue_claim_fair from pg
+
+begin;
+
+drop function pepsi.workqueue_claim_fair(text[], int[], float8[], text[], text[], float8[], int, text[],
+                                         int[], timestamptz, boolean, int);
+
+commit;
