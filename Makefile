@@ -97,7 +97,7 @@ bench: all
 	PEPSI_BUILD=$(BUILD) bench/run
 
 lint:
-	cppcheck --quiet --error-exitcode=1 --enable=warning,portability --std=c11 \
+	cppcheck --quiet --inline-suppr --error-exitcode=1 --enable=warning,portability --std=c11 \
 		--suppress=missingIncludeSystem -Irunner/src runner/src runner/tests
 	for f in scripts/* bench/run bench/ingress .ci/run runner/tests/e2e/*.t runner/tests/e2e/*.sh; do \
 		[ -f "$$f" ] && bash -n "$$f" || exit 1; done

@@ -181,11 +181,22 @@ static void advance(struct fair *f, uint64_t now_ms)
     f->frame_ms = now_ms;
 }
 
-/* Drops every entry under one average message (D-56). */
+/* A lead "worth less than one message" is forgotten (D-56): less than half
+ * an average message, i.e. one that rounds to no message. Forgetting below
+ * a whole average would forget, half of the time, the lead of a sender
+ * that has just been served one ordinary message (its measured time is
+ * about one average), and then its older rows would win every tie with a
+ * newcomer forever: measured with one busy sender and one arriving. */
+static double forget_below(const struct fair *f)
+{
+    return f->avg * 0.5;
+}
+
+/* Drops every entry worth less than one message (D-56). */
 static void sweep(struct fair *f, double scale)
 {
     for (size_t i = f->n; i-- > 0;)
-        if (lead_of(f, i, scale) < f->avg)
+        if (lead_of(f, i, scale) < forget_below(f))
             entry_remove(f, i);
 }
 
@@ -220,14 +231,14 @@ static void add_lead(struct fair *f, const char *sender, double delta_usec, uint
     uint64_t h = hash_of(sender);
     long i = find(f, sender, h);
     if (i >= 0) {
-        if (lead_of(f, (size_t)i, s) < f->avg)
+        if (lead_of(f, (size_t)i, s) < forget_below(f))
             f->e[i].v = f->vmin;
         f->e[i].v += delta_usec * s;
-        if (lead_of(f, (size_t)i, s) < f->avg)
+        if (lead_of(f, (size_t)i, s) < forget_below(f))
             entry_remove(f, (size_t)i);
         return;
     }
-    if (delta_usec >= f->avg && make_room(f, delta_usec, s))
+    if (delta_usec >= forget_below(f) && make_room(f, delta_usec, s))
         entry_add(f, sender, h, f->vmin + delta_usec * s);
 }
 
@@ -294,7 +305,7 @@ double fair_lead(struct fair *f, const char *sender, uint64_t now_ms)
     if (i < 0)
         return 0;
     double lead = lead_of(f, (size_t)i, scale_at(f, now_ms));
-    return lead < f->avg ? 0 : lead;
+    return lead < forget_below(f) ? 0 : lead;
 }
 
 double fair_charge_claim(struct fair *f, const char *sender, uint64_t now_ms)
@@ -370,7 +381,7 @@ size_t fair_export(struct fair *f, uint64_t now_ms, const char **senders, double
     size_t out = 0;
     for (size_t i = f->n; i-- > 0;) {
         double lead = lead_of(f, i, s);
-        if (lead < f->avg) {
+        if (lead < forget_below(f)) {
             entry_remove(f, i); /* moves an entry already seen into i */
             continue;
         }

@@ -18,7 +18,7 @@
  *   - requeued without having run: fair_refund() (D-51);
  *   - timed out: fair_timeout() charges MAX_RUNTIME (D-52).
  * Leads decay by half every half-life, computed exactly from the clock
- * whenever the stage is touched (D-55); a lead under one average message
+ * whenever the stage is touched (D-55); a lead under half an average message
  * is forgotten, i.e. level with the least served, and so is every sender
  * the table has no room for (D-54, D-56). A restart forgets all. */
 #ifndef PEPSI_FAIR_H
@@ -91,7 +91,7 @@ int fair_fifo_credit(const struct fair *f);
 void fair_claimed(struct fair *f, const char *window_next, bool window_lap, int fifo_credit,
                   double lead_floor_usec, uint64_t now_ms);
 
-/* Writes up to max (sender, lead) pairs with a lead of at least one average
+/* Writes up to max (sender, lead) pairs with a lead of at least half an average
  * (the others are forgotten, D-56) into senders[] and leads_usec[] and
  * returns how many: the stage's part of p_lead_senders/p_lead_usec. The
  * names belong to the table and stay valid until the next call on f. */

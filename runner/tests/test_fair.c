@@ -130,13 +130,14 @@ static void test_forget(void)
     fair_timeout(f, "user:f", 0, 1500, 0);
     CHECK_NEAR(fair_lead(f, "user:f", 0), 1500, "setup: lead 1.5 messages");
     CHECK_NEAR(fair_lead(f, "user:f", H / 2), 1500 / 1.4142135623730951, "D-56: 1.06 messages are still a lead");
-    CHECK_NEAR(fair_lead(f, "user:f", H), 0, "D-56: a lead worth less than one message (750 < 1000) is forgotten");
+    CHECK_NEAR(fair_lead(f, "user:f", H), 750, "D-56: 0.75 messages round to one message: still a lead");
+    CHECK_NEAR(fair_lead(f, "user:f", 2 * H), 0, "D-56: a lead worth less than one message (375 < 500, half an average) is forgotten");
     const char *s[4];
     double l[4];
-    CHECK_INT(fair_export(f, H, s, l, 4), 0, "D-56: a forgotten lead is not exported");
+    CHECK_INT(fair_export(f, 2 * H, s, l, 4), 0, "D-56: a forgotten lead is not exported");
     CHECK_INT(fair_count(f), 0, "D-56: ... and leaves the table");
-    fair_charge_claim(f, "user:f", H);
-    CHECK_NEAR(fair_lead(f, "user:f", H), 1000, "D-56: a forgotten sender starts again from 0, not from 750");
+    fair_charge_claim(f, "user:f", 2 * H);
+    CHECK_NEAR(fair_lead(f, "user:f", 2 * H), 1000, "D-56: a forgotten sender starts again from 0, not from 375");
     fair_free(f);
 }
 
@@ -228,8 +229,8 @@ static void test_export(void)
     fair_charge_claim(f, "user:z", 0);
     const char *s[8];
     double l[8];
-    size_t n = fair_export(f, H / 2, s, l, 8);
-    CHECK_INT(n, 2, "fair_export gives the leads of at least one message (z's 707 is forgotten)");
+    size_t n = fair_export(f, H + H / 2, s, l, 8);
+    CHECK_INT(n, 2, "fair_export gives the leads worth a message (z's 354 is forgotten)");
     double x = 0, y = 0;
     for (size_t i = 0; i < n; i++) {
         if (strcmp(s[i], "user:x") == 0)
@@ -237,8 +238,8 @@ static void test_export(void)
         if (strcmp(s[i], "user:y") == 0)
             y = l[i];
     }
-    CHECK_NEAR(x, 3000 / 1.4142135623730951, "fair_export: x's decayed lead");
-    CHECK_NEAR(y, 2000 / 1.4142135623730951, "fair_export: y's decayed lead");
+    CHECK_NEAR(x, 3000 / 2.8284271247461903, "fair_export: x's decayed lead");
+    CHECK_NEAR(y, 2000 / 2.8284271247461903, "fair_export: y's decayed lead");
     CHECK_INT(fair_export(f, H / 2, s, l, 1), 1, "fair_export writes at most max entries");
     fair_free(f);
 }

@@ -1,0 +1,348 @@
+/* claim.c — see claim.h. */
+#include "claim.h"
+
+#include "fair.h"
+#include "util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define INFLIGHT_BUCKETS 1024
+#define MAX_EXPORT 256          /* leads passed per stage per claim */
+
+/* A message in flight: whom it was charged to, where, and how much. */
+struct charge {
+    struct charge *next;
+    int64_t id;
+    char *stage;
+    char *sender;
+    double usec;
+};
+
+struct stage_fair {
+    char *stage;
+    struct fair *fair;
+};
+
+struct claimer {
+    bool fair_on;
+    int fifo_percent;
+    uint64_t half_life_ms;
+    struct stage_fair *tables;
+    size_t n_tables;
+    struct charge *buckets[INFLIGHT_BUCKETS];
+};
+
+struct claimer *claimer_new(const struct conf *conf)
+{
+    struct claimer *c = xcalloc(1, sizeof *c);
+    c->fair_on = conf->fair_scheduling;
+    c->fifo_percent = conf->fair_fifo_percent;
+    c->half_life_ms = (uint64_t)conf->fair_half_life_ms;
+    return c;
+}
+
+static void charge_free(struct charge *ch)
+{
+    free(ch->stage);
+    free(ch->sender);
+    free(ch);
+}
+
+void claimer_free(struct claimer *c)
+{
+    if (c == NULL)
+        return;
+    for (size_t i = 0; i < INFLIGHT_BUCKETS; i++)
+        while (c->buckets[i]) {
+            struct charge *ch = c->buckets[i];
+            c->buckets[i] = ch->next;
+            charge_free(ch);
+        }
+    for (size_t i = 0; i < c->n_tables; i++) {
+        free(c->tables[i].stage);
+        fair_free(c->tables[i].fair);
+    }
+    free(c->tables);
+    free(c);
+}
+
+/* The leads of stage, made on first use. */
+static struct fair *fair_of(struct claimer *c, const char *stage, uint64_t now)
+{
+    for (size_t i = 0; i < c->n_tables; i++)
+        if (strcmp(c->tables[i].stage, stage) == 0)
+            return c->tables[i].fair;
+    c->tables = xrealloc(c->tables, (c->n_tables + 1) * sizeof *c->tables);
+    c->tables[c->n_tables].stage = xstrdup(stage);
+    c->tables[c->n_tables].fair = fair_new(c->half_life_ms, 0, now);
+    return c->tables[c->n_tables++].fair;
+}
+
+/* ---- in-flight charges ---- */
+
+static size_t bucket(int64_t id)
+{
+    return (size_t)((uint64_t)id * 11400714819323198485ull >> 54) % INFLIGHT_BUCKETS;
+}
+
+static void charge_put(struct claimer *c, int64_t id, const char *stage, const char *sender, double usec)
+{
+    struct charge *ch = xcalloc(1, sizeof *ch);
+    ch->id = id;
+    ch->stage = xstrdup(stage);
+    ch->sender = xstrdup(sender);
+    ch->usec = usec;
+    size_t b = bucket(id);
+    ch->next = c->buckets[b];
+    c->buckets[b] = ch;
+}
+
+/* Unlinks and returns the charge of id, or NULL; the caller frees it. */
+static struct charge *charge_take(struct claimer *c, int64_t id)
+{
+    for (struct charge **p = &c->buckets[bucket(id)]; *p; p = &(*p)->next) {
+        if ((*p)->id == id) {
+            struct charge *ch = *p;
+            *p = ch->next;
+            return ch;
+        }
+    }
+    return NULL;
+}
+
+/* ---- building the statement ---- */
+
+struct buf {
+    char *s;
+    size_t len, cap;
+};
+
+static void put(struct buf *b, const char *s, size_t n)
+{
+    if (b->len + n + 1 > b->cap) {
+        b->cap = (b->len + n + 1) * 2;
+        b->s = xrealloc(b->s, b->cap);
+    }
+    memcpy(b->s + b->len, s, n);
+    b->len += n;
+    b->s[b->len] = '\0';
+}
+
+static void puts_(struct buf *b, const char *s)
+{
+    put(b, s, strlen(s));
+}
+
+/* An element of a text[] literal: NULL, or double-quoted with \ and "
+ * escaped (sender keys can hold any character). */
+static void put_elem(struct buf *b, const char *s, bool first)
+{
+    if (!first)
+        put(b, ",", 1);
+    if (s == NULL) {
+        puts_(b, "NULL");
+        return;
+    }
+    put(b, "\"", 1);
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            put(b, "\\", 1);
+        put(b, s, 1);
+    }
+    put(b, "\"", 1);
+}
+
+static void put_num(struct buf *b, double v, bool integer, bool first)
+{
+    char num[40];
+    snprintf(num, sizeof num, integer ? "%s%.0f" : "%s%.3f", first ? "" : ",", v);
+    puts_(b, num);
+}
+
+static char *finish(struct buf *b)
+{
+    put(b, "}", 1);
+    return b->s;
+}
+
+static int build_plain(struct stage *const *stages, const int *caps, size_t n, const char *token,
+                       bool release, struct claim_query *q)
+{
+    struct buf st = {0}, cp = {0};
+    int included = 0;
+    puts_(&st, "{");
+    puts_(&cp, "{");
+    for (size_t i = 0; i < n; i++) {
+        if (caps[i] <= 0)
+            continue;
+        put_elem(&st, stages[i]->name, included == 0);
+        put_num(&cp, caps[i], true, included == 0);
+        included++;
+    }
+    q->sql = "select workqueue_id, stage, sender_key from pepsi.workqueue_claim($1::text[], $2::int[],"
+             " $3::timestamptz, $4::boolean)";
+    q->n = 4;
+    q->params[0] = finish(&st);
+    q->params[1] = finish(&cp);
+    q->params[2] = xstrdup(token);
+    q->params[3] = xstrdup(release ? "t" : "f");
+    return included;
+}
+
+/* p_window_size: senders cost index probes; a claim of a few slots needs
+ * few of them (bench/claim-fair measured 8.7M instructions a one-slot
+ * claim with 64, 3.1M with 8). */
+static int window_size(const int *caps, size_t n)
+{
+    int max = 0;
+    for (size_t i = 0; i < n; i++)
+        if (caps[i] > max)
+            max = caps[i];
+    int w = 4 * max;
+    return w < 8 ? 8 : w > 64 ? 64 : w;
+}
+
+static int build_fair(struct claimer *c, struct stage *const *stages, const int *caps, size_t n,
+                      const char *token, bool release, uint64_t now, struct claim_query *q)
+{
+    struct buf st = {0}, cp = {0}, avg = {0}, ls = {0}, lsn = {0}, lu = {0}, wa = {0}, fc = {0};
+    const char *senders[MAX_EXPORT];
+    double leads[MAX_EXPORT];
+    int included = 0, nl = 0;
+    puts_(&st, "{"), puts_(&cp, "{"), puts_(&avg, "{"), puts_(&ls, "{"), puts_(&lsn, "{");
+    puts_(&lu, "{"), puts_(&wa, "{"), puts_(&fc, "{");
+    for (size_t i = 0; i < n; i++) {
+        if (caps[i] <= 0)
+            continue;
+        struct fair *f = fair_of(c, stages[i]->name, now);
+        bool first = included == 0;
+        put_elem(&st, stages[i]->name, first);
+        put_num(&cp, caps[i], true, first);
+        put_num(&avg, fair_average(f), false, first);
+        put_elem(&wa, fair_window_after(f), first);
+        int credit = fair_fifo_credit(f);
+        if (credit < 0)
+            puts_(&fc, first ? "NULL" : ",NULL");
+        else
+            put_num(&fc, credit, true, first);
+        size_t k = fair_export(f, now, senders, leads, MAX_EXPORT);
+        for (size_t j = 0; j < k; j++, nl++) {
+            put_elem(&ls, stages[i]->name, nl == 0);
+            put_elem(&lsn, senders[j], nl == 0);
+            put_num(&lu, leads[j], false, nl == 0);
+        }
+        included++;
+    }
+    char num[16];
+    q->sql = "select workqueue_id, stage, sender_key, window_next, window_lap, fifo_credit, lead_floor"
+             " from pepsi.workqueue_claim_fair($1::text[], $2::int[], $3::float8[], $4::text[], $5::text[],"
+             " $6::float8[], $7::int, $8::text[], $9::int[], $10::timestamptz, $11::boolean, $12::int)";
+    q->n = 12;
+    q->params[0] = finish(&st);
+    q->params[1] = finish(&cp);
+    q->params[2] = finish(&avg);
+    q->params[3] = finish(&ls);
+    q->params[4] = finish(&lsn);
+    q->params[5] = finish(&lu);
+    snprintf(num, sizeof num, "%d", c->fifo_percent);
+    q->params[6] = xstrdup(num);
+    q->params[7] = finish(&wa);
+    q->params[8] = finish(&fc);
+    q->params[9] = xstrdup(token);
+    q->params[10] = xstrdup(release ? "t" : "f");
+    snprintf(num, sizeof num, "%d", window_size(caps, n));
+    q->params[11] = xstrdup(num);
+    return included;
+}
+
+int claimer_build(struct claimer *c, struct stage *const *stages, const int *caps, size_t n,
+                  const char *token, bool release_paused, uint64_t now_ms, struct claim_query *q)
+{
+    memset(q, 0, sizeof *q);
+    if (!c->fair_on)
+        return build_plain(stages, caps, n, token, release_paused, q);
+    return build_fair(c, stages, caps, n, token, release_paused, now_ms, q);
+}
+
+void claim_query_free(struct claim_query *q)
+{
+    for (int i = 0; i < q->n; i++)
+        free(q->params[i]);
+    memset(q, 0, sizeof *q);
+}
+
+/* ---- bookkeeping ---- */
+
+void claimer_claimed(struct claimer *c, const PGresult *res, uint64_t now)
+{
+    if (!c->fair_on)
+        return;
+    int n = PQntuples(res);
+    const char *stage = NULL;
+    struct fair *f = NULL;
+    for (int i = 0; i < n; i++) {
+        const char *s = PQgetvalue(res, i, CLAIM_STAGE);
+        if (stage == NULL || strcmp(stage, s) != 0) {
+            /* Rows come grouped by stage: the first row carries the
+             * stage's window, credit and floor (workqueue_claim_fair). */
+            stage = s;
+            f = fair_of(c, s, now);
+            fair_claimed(f, PQgetisnull(res, i, 3) ? NULL : PQgetvalue(res, i, 3),
+                         strcmp(PQgetvalue(res, i, 4), "t") == 0, atoi(PQgetvalue(res, i, 5)),
+                         strtod(PQgetvalue(res, i, 6), NULL), now);
+        }
+        const char *sender = PQgetvalue(res, i, CLAIM_SENDER);
+        double charged = fair_charge_claim(f, sender, now);
+        charge_put(c, strtoll(PQgetvalue(res, i, CLAIM_ID), NULL, 10), s, sender, charged);
+    }
+}
+
+static double report_usec(const struct proto_status *st, const char *stage, uint64_t fallback)
+{
+    if (st->report_ok)
+        for (size_t i = 0; i < st->n_report; i++)
+            if (strcmp(st->report[i].stage, stage) == 0)
+                return (double)st->report[i].usec;
+    return (double)fallback;
+}
+
+void claimer_answered(struct claimer *c, const char *stage, int64_t id, const struct proto_status *st,
+                      uint64_t usec, uint64_t now)
+{
+    struct charge *ch = charge_take(c, id);
+    if (ch == NULL)
+        return;
+    struct fair *f = fair_of(c, ch->stage, now);
+    if (st->status == 74 || st->status == 75) {
+        fair_refund(f, ch->sender, ch->usec, now); /* it did not run */
+    } else {
+        fair_correct(f, ch->sender, ch->usec, report_usec(st, stage, usec), now);
+        /* Fused stages' times count for their own stages (D-50). */
+        for (size_t i = 0; st->report_ok && i < st->n_report; i++)
+            if (strcmp(st->report[i].stage, stage) != 0)
+                fair_correct(fair_of(c, st->report[i].stage, now), ch->sender, 0,
+                             (double)st->report[i].usec, now);
+    }
+    charge_free(ch);
+}
+
+void claimer_requeued(struct claimer *c, int64_t id, uint64_t now)
+{
+    struct charge *ch = charge_take(c, id);
+    if (ch == NULL)
+        return;
+    fair_refund(fair_of(c, ch->stage, now), ch->sender, ch->usec, now);
+    charge_free(ch);
+}
+
+void claimer_struck(struct claimer *c, int64_t id, bool hang, int64_t max_runtime_ms, uint64_t now)
+{
+    struct charge *ch = charge_take(c, id);
+    if (ch == NULL)
+        return;
+    if (hang)
+        fair_timeout(fair_of(c, ch->stage, now), ch->sender, ch->usec, (double)max_runtime_ms * 1000.0, now);
+    charge_free(ch);
+}

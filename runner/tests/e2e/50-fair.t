@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Fair scheduling between senders (D-42..D-61), with the real runner and
+# one worker (PARALLELISM 1, QUEUE_LIMIT 1) so that every slot is a choice.
+#   - a sender's single message is not stuck behind another sender's
+#     10,000-message backlog (D-53);
+#   - worker time, not counts, is shared: a sender whose messages cost 10x
+#     completes about 10x fewer (D-49, D-50);
+#   - the oldest row is still served while new senders keep arriving
+#     (FAIR_FIFO_PERCENT, D-57);
+#   - FAIR_SCHEDULING = no is strict oldest first (D-41).
+. "$(dirname "$0")/lib.sh"
+plan 10
+
+conf=$E2E_DIR/pepsi.conf
+# The command's cost depends on the sender: from:slow.example 10x.
+write_conf "$conf" <<EOF
+[stage-work]
+PROGRAM = pepsi-stage-exec
+PARALLELISM = 1
+QUEUE_LIMIT = 1
+COMMAND = cat >/dev/null; case "\$PEPSI_SENDER_KEY" in from:slow.example) sleep 0.3;; *) sleep 0.03;; esac; echo "\$PEPSI_SENDER_KEY \$PEPSI_MESSAGE_ID" >> $E2E_DIR/done
+EOF
+done_count() { awk -v p="from:$1 " 'index($0, p) == 1 { n++ } END { print n + 0 }' "$E2E_DIR/done" 2>/dev/null || echo 0; }
+
+# 1. A backlog of 10,000 from one sender, then one message from another.
+sql "insert into pepsi.workqueue (stage, envelope_sender) select 'work', 'a@big.example' from generate_series(1, 10000)"
+ok "runner starts" start_runner "$conf"
+ok "the backlog is being worked" wait_cmd 20 test -s "$E2E_DIR/done"
+b=$(sql "select pepsi.workqueue_inject('work', p_envelope_sender => 'b@small.example', p_body => 'x')")
+t0=$(date +%s%N)
+ok "D-53: the other sender's single message is done within a few claim rounds, not after the backlog" \
+    wait_cmd 10 grep -q "^from:small.example $b\$" "$E2E_DIR/done"
+note "it took $(elapsed_ms "$t0") ms with $(sql "select count(*) from pepsi.workqueue") messages still queued"
+ok "D-53: while thousands of the backlog are still waiting" \
+    test "$(sql "select count(*) from pepsi.workqueue")" -gt 9000
+stop_runner
+sql "delete from pepsi.workqueue"
+: >"$E2E_DIR/done"
+
+# 2. Two senders, one 10x as expensive: shared by worker time.
+sql "insert into pepsi.workqueue (stage, envelope_sender) select 'work', 's' || n || '@slow.example' from generate_series(1, 300) n;
+     insert into pepsi.workqueue (stage, envelope_sender) select 'work', 'f' || n || '@fast.example' from generate_series(1, 3000) n"
+start_runner "$conf"
+sleep 12
+stop_runner
+slow=$(done_count slow.example)
+fast=$(done_count fast.example)
+note "in 12 s: $slow of the expensive sender, $fast of the cheap one"
+ok "D-49, D-50: the expensive sender got its share too ($slow messages)" test "$slow" -ge 5
+ok "D-50: the cheap sender completed several times as many ($fast vs $slow; ~10x expected)" \
+    test "$fast" -ge $((slow * 4))
+sql "delete from pepsi.workqueue"
+: >"$E2E_DIR/done"
+
+# 3. The oldest row while new senders keep arriving, each level with the
+# least served (D-54): the FIFO share still reaches it (D-57).
+sql "insert into pepsi.workqueue (stage, envelope_sender) select 'work', 'old@old.example' from generate_series(1, 20)"
+start_runner "$conf"
+( for round in $(seq 1 40); do
+      sql "insert into pepsi.workqueue (stage, envelope_sender)
+           select 'work', format('n%s-%s@new%s.example', $round, k, $round) from generate_series(1, 5) k" >/dev/null
+      sleep 0.15
+  done ) &
+feeder=$!
+old_done() { [ "$(done_count old.example)" -ge 20 ]; }
+ok "D-57: the first sender's 20 messages all finish while new senders keep arriving" wait_cmd 40 old_done
+note "old sender: $(done_count old.example) of 20 done; new senders: $(grep -c new "$E2E_DIR/done") done"
+kill "$feeder" 2>/dev/null
+wait "$feeder" 2>/dev/null
+stop_runner
+sql "delete from pepsi.workqueue"
+: >"$E2E_DIR/done"
+
+# 4. FAIR_SCHEDULING = no: strict oldest first (D-41).
+sed -i 's/^\[pepsi-dispatch\]$/[pepsi-dispatch]\nFAIR_SCHEDULING = no/' "$conf"
+sql "insert into pepsi.workqueue (stage, envelope_sender) select 'work', 'a@big.example' from generate_series(1, 30)"
+late=$(sql "select pepsi.workqueue_inject('work', p_envelope_sender => 'b@small.example')")
+start_runner "$conf"
+ok "FAIR_SCHEDULING = no: all finish" wait_for "select count(*) from pepsi.workqueue" 0 30
+is "$(tail -n 1 "$E2E_DIR/done")" "from:small.example $late" "D-41: oldest first: the late sender's message came last"
+stop_runner
+is "$?" 0 "clean shutdown"
+done_testing
