@@ -16,6 +16,12 @@
 --   PX011  unknown webhook provider
 --   PX012  invalid webhook event (external id, payload, headers)
 --   PX013  webhook provider routes its events into the pipeline: not pulled
+--   PX020  webhook event already stored: nothing to tombstone or back-fill
+--   PX021  invalid external id sequence, or the provider has none
+--   PX022  not a back-fill message (no state.backfill, provider, external id)
+--   PX023  a back-fill answer that is not the event asked for (its id differs,
+--          or it cannot be read), or an HTTP status that is not an answer
+--   PX024  unknown anomaly check
 
 begin;
 

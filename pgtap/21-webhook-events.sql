@@ -6,8 +6,9 @@ select plan(19);
 
 select has_table('pepsi', 'webhook_events', 'W-07: table webhook_events exists');
 select columns_are('pepsi', 'webhook_events',
-                   array['webhook_event_id', 'provider', 'external_id', 'payload', 'headers', 'received_at', 'processed_at'],
-                   'W-07: external_id, provider, payload, received_at, processed_at (plus id and headers)');
+                   array['webhook_event_id', 'provider', 'external_id', 'payload', 'headers', 'received_at', 'processed_at',
+                         'processed_digest'],
+                   'W-07: external_id, provider, payload, received_at, processed_at (plus id, headers and, from reconcile, processed_digest)');
 select col_not_null('pepsi', 'webhook_events', 'external_id', 'W-07: external_id is not null');
 select col_is_null('pepsi', 'webhook_events', 'processed_at', 'W-07: processed_at is NULL until processed');
 select col_is_unique('pepsi', 'webhook_events', array['provider', 'external_id'],

@@ -11,12 +11,14 @@
  *    queued on the same connection and resent after a reconnect (D-20). */
 #include "dispatch.h"
 
+#include "claim.h"
 #include "conn.h"
 #include "db.h"
 #include "log.h"
 #include "overlay.h"
 #include "pgerr.h"
 #include "pool.h"
+#include "reconcile.h"
 #include "schema.h"
 #include "stagetab.h"
 #include "stats.h"
@@ -38,7 +40,7 @@
 #define RECONNECT_MAX_MS 30000
 #define SHUTDOWN_LIMIT_MS 60000    /* give up waiting for workers and the database */
 #define RELOAD_RETRY_MS 5000       /* an overlay that could not be read (D-119) */
-#define LISTEN_SQL "listen workqueue; listen config_changed; listen telemetry_changed"
+#define LISTEN_SQL "listen workqueue; listen config_changed; listen telemetry_changed; listen reconcile"
 
 struct runner {
     uv_loop_t *loop;
@@ -47,6 +49,7 @@ struct runner {
     struct db db;
     struct pool_env env;
     struct stagetab *tabs;         /* current stage table first, then retired ones */
+    struct claimer *claimer;       /* the claim statement, and fair scheduling's leads */
 
     uv_idle_t claim_idle;          /* keeps the poll phase from blocking while a claim is wanted */
     uv_check_t claim_check;        /* runs the claim round after the poll phase (D-37) */
@@ -57,6 +60,7 @@ struct runner {
     uv_timer_t reconnect_timer;
     uv_timer_t reload_timer;       /* retries a reload whose overlay could not be read */
     uv_signal_t sigint, sigterm;
+    struct reconcile recon;        /* RECONCILE_INTERVAL, ANOMALY_INTERVAL, NOTIFY reconcile (W-23..W-25) */
 
     bool claim_wanted;
     bool claim_inflight;
@@ -180,6 +184,8 @@ static void requeue_cb(void *arg, struct stage *s, const int64_t *ids, size_t n)
         stages[i] = s->name;
     s->delta.requeued += (int64_t)n;
     log_debug(s->name, "requeueing %zu unrun message(s)", n);
+    for (size_t i = 0; i < n; i++)
+        claimer_requeued(r->claimer, ids[i], now_ms()); /* D-51 */
     requeue_ids(r, stages, ids, n);
     free(stages);
 }
@@ -228,6 +234,7 @@ static void strike_cb(void *arg, struct stage *s, int64_t id, const char *kind, 
     sc->id = id;
     snprintf(sc->stage, sizeof sc->stage, "%s", s->name);
     s->delta.strikes++;
+    claimer_struck(r->claimer, id, strcmp(kind, "hang") == 0, s->conf->max_runtime_ms, now_ms()); /* D-52 */
     const char *params[] = {idtext, s->name, kind, reason};
     db_query(&r->db, "select pepsi.workqueue_strike($1::bigint, $2, $3, $4)", 4, params, DB_RESEND,
              strike_done, sc);
@@ -308,6 +315,7 @@ static void answered_cb(void *arg, struct stage *s, int64_t id, const struct pro
                         uint64_t usec)
 {
     struct runner *r = arg;
+    claimer_answered(r->claimer, s->name, id, st, usec, now_ms());
     s->delta.stages_executed++;
     r->traffic_since_gc = r->traffic_since_flush = true;
     account_runs(r, s, st, usec);
@@ -372,6 +380,7 @@ static void claim_assign(struct runner *r, PGresult *res)
         for (size_t m = taken; m < k; m++) {
             back[nback] = ids[m];
             back_st[nback++] = PQgetvalue(res, i + (int)m, 1);
+            claimer_requeued(r->claimer, ids[m], now);
         }
         if (s && taken < k)
             s->delta.requeued += (int64_t)(k - taken);
@@ -406,10 +415,12 @@ static void claim_done(struct db *db, PGresult *res, void *arg)
         r->traffic_since_gc = r->traffic_since_flush = true;
         log_debug(COMPONENT, "claimed %d message(s)", n);
     }
-    if (r->shutting_down)
+    if (r->shutting_down) {
         claim_requeue_rows(r, res, 0);
-    else
+    } else {
+        claimer_claimed(r->claimer, res, now_ms()); /* D-49: charged at once */
         claim_assign(r, res);
+    }
     PQclear(res);
     if (r->claim_wanted)
         wake(r);
@@ -419,44 +430,31 @@ static void claim_done(struct db *db, PGresult *res, void *arg)
 
 static void claim_round(struct runner *r)
 {
-    char *stages = NULL, *caps = NULL, num[32];
-    size_t ls = 0, cs = 0, lc = 0, cc = 0;
-    int included = 0;
+    struct claim_query q;
     uint64_t now = now_ms();
 
     if (r->claim_inflight || r->shutting_down || !db_connected(&r->db) || r->db.gated)
         return;
-    buf_append(&stages, &ls, &cs, "{");
-    buf_append(&caps, &lc, &cc, "{");
-    for (size_t i = 0; i < r->tabs->n_stages; i++) {
-        int cap = stage_capacity(&r->tabs->stages[i], now);
-        if (cap <= 0)
-            continue;
-        buf_append(&stages, &ls, &cs, included ? ",\"" : "\"");
-        buf_append(&stages, &ls, &cs, r->tabs->stages[i].name);
-        buf_append(&stages, &ls, &cs, "\"");
-        snprintf(num, sizeof num, "%s%d", included ? "," : "", cap);
-        buf_append(&caps, &lc, &cc, num);
-        included++;
+    size_t n = r->tabs->n_stages;
+    struct stage **stages = xcalloc(n ? n : 1, sizeof *stages);
+    int *caps = xcalloc(n ? n : 1, sizeof *caps);
+    int included = 0;
+    for (size_t i = 0; i < n; i++) {
+        stages[i] = &r->tabs->stages[i];
+        caps[i] = stage_capacity(stages[i], now);
+        included += caps[i] > 0;
     }
-    buf_append(&stages, &ls, &cs, "}");
-    buf_append(&caps, &lc, &cc, "}");
     r->claim_wanted = false;
-    if (included == 0 && !r->heartbeat_due) {
-        free(stages);
-        free(caps);
-        return;
+    if (included > 0 || r->heartbeat_due) {
+        bool release = r->heartbeat_due;
+        r->heartbeat_due = false;
+        wall_timestamp(r->claim_token, sizeof r->claim_token);
+        claimer_build(r->claimer, stages, caps, n, r->claim_token, release, now, &q);
+        r->claim_inflight = true;
+        r->dstats.claims++;
+        db_query(&r->db, q.sql, q.n, (const char *const *)q.params, 0, claim_done, r);
+        claim_query_free(&q);
     }
-    const char *release = r->heartbeat_due ? "t" : "f";
-    r->heartbeat_due = false;
-    wall_timestamp(r->claim_token, sizeof r->claim_token);
-    const char *params[] = {stages, caps, r->claim_token, release};
-    r->claim_inflight = true;
-    r->dstats.claims++;
-    db_query(&r->db,
-             "select workqueue_id, stage from pepsi.workqueue_claim($1::text[], $2::int[],"
-             " $3::timestamptz, $4::boolean)",
-             4, params, 0, claim_done, r);
     free(stages);
     free(caps);
 }
@@ -796,6 +794,8 @@ static void notify_cb(void *arg, const char *channel)
         reload(r);
     } else if (strcmp(channel, "telemetry_changed") == 0) {
         retire_workers(r);
+    } else if (strcmp(channel, "reconcile") == 0) {
+        reconcile_notify(&r->recon);
     } else {
         log_debug(COMPONENT, "ignoring notification on \"%s\"", channel);
     }
@@ -963,6 +963,7 @@ static void begin_shutdown(struct runner *r, int code, bool kill_now)
         uv_timer_stop(&r->paused_timer);
         uv_timer_stop(&r->reconnect_timer);
         uv_timer_stop(&r->reload_timer);
+        reconcile_stop(&r->recon);
     }
     stop_all(r, kill_now);
     shutdown_progress(r);
@@ -1070,6 +1071,7 @@ static int start_handles(struct runner *r)
     rc = rc ? rc : uv_timer_start(&r->tick, tick_cb, TICK_MS, TICK_MS);
     rc = rc ? rc : uv_signal_start(&r->sigint, signal_cb, SIGINT);
     rc = rc ? rc : uv_signal_start(&r->sigterm, signal_cb, SIGTERM);
+    rc = rc ? rc : reconcile_start(&r->recon, r->loop, &r->db, r->conf, &r->tabs);
     if (rc != 0)
         log_error(COMPONENT, "cannot start the event loop's timers: %s", uv_strerror(rc));
     return rc;
@@ -1090,6 +1092,7 @@ static void runner_init(struct runner *r, struct conf *conf, uv_loop_t *loop, co
     r->env.cooldown_ms = conf->cooldown_ms;
     r->env.dstats = &r->dstats;
     r->env.ev = (struct pool_events){answered_cb, requeue_cb, strike_cb, wake, r};
+    r->claimer = claimer_new(conf);
     db_init(&r->db, loop, (struct db_hooks){notify_cb, db_lost_cb, r});
     init_handles(r);
 }
@@ -1104,6 +1107,7 @@ static void runner_teardown(struct runner *r)
         r->tabs = t->next;
         stagetab_free(t);
     }
+    claimer_free(r->claimer);
 }
 
 int dispatch_serve(struct conf *conf, const char *config_path, const char *self_dir)

@@ -2,6 +2,7 @@
  *
  *   pepsi-runner [GLOBAL-OPTIONS] serve            the dispatcher
  *   pepsi-runner [GLOBAL-OPTIONS] ingress          the webhook endpoint
+ *   pepsi-runner [GLOBAL-OPTIONS] status           the anomaly dashboard
  *   pepsi-runner [GLOBAL-OPTIONS] settings ...     per-address settings
  *   pepsi-runner [GLOBAL-OPTIONS] stage NAME worker a built-in stage's worker
  *   pepsi-stage-NAME [GLOBAL-OPTIONS] worker       the same, through a link
@@ -13,6 +14,7 @@
 #include "ingress/ingress.h"
 #include "log.h"
 #include "schema.h"
+#include "status.h"
 #include "settings_cmd.h"
 #include "stages/stages.h"
 #include "util.h"
@@ -38,6 +40,7 @@ static void usage(FILE *out, const char *prog)
     fprintf(out,
             "usage: %s [GLOBAL-OPTIONS] serve\n"
             "       %s [GLOBAL-OPTIONS] ingress\n"
+            "       %s [GLOBAL-OPTIONS] status\n"
             "       %s [GLOBAL-OPTIONS] settings list|set|delete ...\n"
             "       %s [GLOBAL-OPTIONS] stage NAME worker\n"
             "\n"
@@ -51,10 +54,11 @@ static void usage(FILE *out, const char *prog)
             "Commands:\n"
             "  serve               run the dispatcher until SIGINT or SIGTERM\n"
             "  ingress             run the webhook endpoint until SIGINT or SIGTERM\n"
+            "  status              print the anomaly checks (pepsi.anomaly_dashboard) and exit\n"
             "  settings list [ADDRESS] | set ADDRESS STAGE OPTION VALUE | delete ADDRESS [STAGE [OPTION]]\n"
             "                      per-address overrides of [stage-*] options\n"
             "  stage NAME worker   run built-in stage NAME as a worker (%s)\n",
-            prog, prog, prog, prog, stages_builtin_names());
+            prog, prog, prog, prog, prog, stages_builtin_names());
 }
 
 /* Parses the global options; returns the index of the subcommand, or -1
@@ -120,7 +124,7 @@ static char *self_dir(void)
     return xstrdup(dirname(buf));
 }
 
-enum daemon { DAEMON_SERVE, DAEMON_INGRESS };
+enum daemon { DAEMON_SERVE, DAEMON_INGRESS, DAEMON_STATUS };
 
 static int run_daemon(const struct options *o, enum daemon which)
 {
@@ -134,6 +138,8 @@ static int run_daemon(const struct options *o, enum daemon which)
     int code;
     if (which == DAEMON_INGRESS) {
         code = ingress_serve(&conf, path);
+    } else if (which == DAEMON_STATUS) {
+        code = status_print(&conf, stdout);
     } else {
         char *dir = self_dir();
         code = dispatch_serve(&conf, path, dir);
@@ -176,12 +182,14 @@ int main(int argc, char **argv)
         usage(stderr, argv[0]);
         return EXIT_USAGE;
     }
-    if (strcmp(argv[at], "serve") == 0 || strcmp(argv[at], "ingress") == 0) {
+    if (strcmp(argv[at], "serve") == 0 || strcmp(argv[at], "ingress") == 0 || strcmp(argv[at], "status") == 0) {
         if (at + 1 != argc) {
             fprintf(stderr, "%s: %s takes no arguments\n", argv[0], argv[at]);
             return EXIT_USAGE;
         }
-        return run_daemon(&o, strcmp(argv[at], "serve") == 0 ? DAEMON_SERVE : DAEMON_INGRESS);
+        return run_daemon(&o, strcmp(argv[at], "serve") == 0     ? DAEMON_SERVE
+                              : strcmp(argv[at], "ingress") == 0 ? DAEMON_INGRESS
+                                                                 : DAEMON_STATUS);
     }
     if (strcmp(argv[at], "settings") == 0)
         return settings_command(o.config, argc - at - 1, argv + at + 1);

@@ -17,12 +17,19 @@
  *                    (webhook-id = state.external_id or msg_<id>,
  *                    webhook-timestamp = now, webhook-signature = v1,...),
  *                    replacing any webhook-* headers of the header block
+ *   METHOD           POST (default), or GET: the stage runs back-fill
+ *                    requests instead (stages/http_get.h): URL is a template,
+ *                    {external_id} and {provider} replaced per message, and
+ *                    the answer is stored by pepsi.webhook_backfill_store
+ *   AUTHORIZATION    GET: the Authorization header's value (the provider's
+ *                    API credential, e.g. "Bearer sk_live_...")
  * The final finish of a webhook message marks its event processed
  * (trigger workqueue_webhook_finished), whatever stage finishes it. */
 #include "stages/stages.h"
 
 #include "ingress/event.h"
 #include "ingress/signature.h"
+#include "stages/http_get.h"
 #include "log.h"
 #include "util.h"
 
@@ -35,18 +42,39 @@
 
 #define ANSWER_KEEP 200   /* bytes of an answer kept for a failure reason */
 
-static const char *const http_keys[] = {"URL", "TIMEOUT", "FORWARD_HEADERS", "SIGNING_SECRET", NULL};
+static const char *const http_keys[] = {"URL", "TIMEOUT", "FORWARD_HEADERS", "SIGNING_SECRET", "METHOD",
+                                         "AUTHORIZATION", NULL};
 
 struct http_stage {
     const char *url;
     int64_t timeout_ms;
     bool forward_headers;
     bool sign;
+    bool get;                        /* METHOD = GET: back-fill requests */
+    const char *authorization;       /* AUTHORIZATION, or NULL */
     struct sig_key key;
     CURL *curl;                      /* reused: keeps connections alive */
 };
 
 /* ---- set-up ---- */
+
+/* METHOD and AUTHORIZATION. */
+static int http_method(struct pepsi_worker *w, struct http_stage *h, char *err, size_t errlen)
+{
+    const struct stage_conf *s = pepsi_worker_section(w);
+    const char *method = conf_stage_own(s, "METHOD"), *auth = conf_stage_own(s, "AUTHORIZATION");
+    if (method && *method && strcmp(method, "GET") != 0 && strcmp(method, "POST") != 0) {
+        snprintf(err, errlen, "key \"METHOD\": expected POST or GET, not \"%s\"", method);
+        return -1;
+    }
+    h->get = method && strcmp(method, "GET") == 0;
+    h->authorization = auth && *auth ? auth : NULL;
+    if (h->authorization && (!h->get || strpbrk(h->authorization, "\r\n"))) {
+        snprintf(err, errlen, "key \"AUTHORIZATION\": one line, for METHOD = GET");
+        return -1;
+    }
+    return 0;
+}
 
 static int http_options(struct pepsi_worker *w, struct http_stage *h, char *err, size_t errlen)
 {
@@ -69,7 +97,13 @@ static int http_options(struct pepsi_worker *w, struct http_stage *h, char *err,
         snprintf(err, errlen, "key \"FORWARD_HEADERS\": expected yes or no, not \"%s\"", fwd);
         return -1;
     }
+    if (http_method(w, h, err, errlen) != 0)
+        return -1;
     if (secret && *secret) {
+        if (h->get) {
+            snprintf(err, errlen, "key \"SIGNING_SECRET\": only a POST is signed, not METHOD = GET");
+            return -1;
+        }
         if (sig_key_from_secret(SIG_STANDARD_WEBHOOKS, secret, &h->key, kerr, sizeof kerr) != 0) {
             snprintf(err, errlen, "key \"SIGNING_SECRET\": %s", kerr);
             return -1;
@@ -242,6 +276,11 @@ static void http_run(struct pepsi_worker *w, const struct pepsi_message *m, stru
     struct http_stage *h = pepsi_worker_data(w);
     struct answer a = {{0}, 0};
     long status;
+    if (h->get) {
+        struct http_get_req req = {h->curl, h->url, h->timeout_ms, h->authorization};
+        http_get_run(w, &req, m, out);
+        return;
+    }
     struct curl_slist *hdrs = request_headers(h, m);
     CURLcode rc = perform(h, m, hdrs, &a, &status);
     curl_slist_free_all(hdrs);

@@ -1,0 +1,43 @@
+-- Anomaly checks, health family: the reconciliation schedule, the xmin
+-- horizon, connections, whether a dispatcher is alive and holds its lock.
+-- Each is silent on a healthy state and fires on a crafted bad one; the
+-- dead-tuple check needs committed garbage (39-anomaly-dead-tuples.sql).
+
+begin;
+select plan(11);
+
+create function pg_temp.state_of(p_name text, p_now timestamptz default now())
+returns text language sql as $$ select e.state from pepsi.anomaly_evaluate(p_name, p_now) e $$;
+
+-- Reconciliation: a pass just ran; an hour later none has.
+select pepsi.reconcile();
+select is(pg_temp.state_of('reconcile_staleness'), 'ok', 'reconcile_staleness is silent right after a pass');
+select is(pg_temp.state_of('reconcile_staleness', now() + interval '1 hour'), 'firing',
+          'reconcile_staleness fires when no pass finished for an hour');
+
+-- The xmin horizon: this transaction holds it; an hour on, it is old.
+select is(pg_temp.state_of('xmin_horizon_age'), 'ok', 'xmin_horizon_age is silent for a young transaction');
+select is(pg_temp.state_of('xmin_horizon_age', now() + interval '1 hour'), 'firing',
+          'xmin_horizon_age fires when a transaction has held the horizon for an hour');
+select matches((select subject from pepsi.anomaly_evaluate('xmin_horizon_age', now() + interval '1 hour')),
+               '^pid ' || pg_backend_pid() || ' ', 'and names the backend holding it');
+
+-- Connections: a few of max_connections. Filling 80% of the slots is not
+-- something a test does to its cluster: the bad state is a lowered bound.
+select is(pg_temp.state_of('connection_usage'), 'ok', 'connection_usage is silent at a few connections');
+select pepsi.anomaly_check_set('connection_usage', '{"max_value": 0.000001}');
+select is(pg_temp.state_of('connection_usage'), 'firing', 'connection_usage fires above its bound');
+
+-- Statistics freshness: a dispatcher writes every STATS_INTERVAL.
+select pepsi.stats_flush(0, null, '{"claims": 1}', now() - interval '10 seconds');
+select is(pg_temp.state_of('stats_freshness'), 'ok', 'stats_freshness is silent when a dispatcher wrote 10 seconds ago');
+select pepsi.stats_flush(1, null, '{"claims": 1}', now() - interval '10 minutes');
+select is(pg_temp.state_of('stats_freshness'), 'firing', 'stats_freshness fires for an owner slot silent for 10 minutes');
+
+-- The dispatcher lock: nobody holds it here; take it as a dispatcher would.
+select is(pg_temp.state_of('dispatcher_lock'), 'firing', 'dispatcher_lock fires when no runner holds a dispatcher lock');
+select pg_advisory_xact_lock(1885696115, 0);
+select is(pg_temp.state_of('dispatcher_lock'), 'ok', 'dispatcher_lock is silent while owner slot 0''s lock is held');
+
+select * from finish();
+rollback;

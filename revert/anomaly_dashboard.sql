@@ -1,0 +1,7 @@
+-- Revert pepsi:anomaly_dashboard from pg
+
+begin;
+
+drop view pepsi.anomaly_dashboard;
+
+commit;

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# `pepsi-runner status` (W-42): one query of pepsi.anomaly_dashboard,
+# printed as a terminal table with a summary line, firing checks first;
+# exit 0 once printed, 1 with a clear message when the database cannot be
+# reached, 64 for arguments. The runner's ANOMALY_INTERVAL fills it.
+. "$(dirname "$0")/lib.sh"
+plan 14
+
+out=$E2E_DIR/status.out
+conf=$E2E_DIR/pepsi.conf
+write_conf "$conf" ANOMALY_INTERVAL=1s RECONCILE_INTERVAL=1h <<EOF
+[stage-a]
+PROGRAM = pepsi-stage-pass
+EOF
+checks=$(sql "select count(*) from pepsi.anomaly_check")
+
+run_runner "$out" -c "$conf" status
+is "$?" 0 "W-42: status exits 0"
+like "$(head -n 1 "$out")" "^pepsi: 0 of $checks checks firing .*no run yet" "before any run it says so"
+is "$(grep -c '^pending ' "$out")" "$checks" "every check is listed, pending"
+
+sql "select count(*) from pepsi.anomaly_run()" >/dev/null
+run_runner "$out" -c "$conf" status
+is "$?" 0 "status exits 0 when checks fire too"
+like "$(head -n 1 "$out")" "^pepsi: [0-9]+ of $checks checks firing \([0-9]+ critical\), .* ok; last run [0-9-]+ [0-9:]+Z$" \
+     "W-42: the summary line answers at a glance"
+like "$(sed -n 3p "$out")" '^STATE +SEVERITY +FAMILY +CHECK +VALUE +EXPECTED +SUBJECT +SINCE$' "a header row"
+like "$(sed -n 4p "$out")" '^firing +critical +health +dispatcher_lock +0 dispatchers +>= 1 dispatchers +dispatchers +[0-9-]+ [0-9:]+Z$' \
+     "W-42: with no runner, dispatcher_lock fires, first: value, range, subject, since when"
+is "$(wc -l <"$out")" $((checks + 3)) "one line per check, a summary and a header"
+like "$(grep ' messages_missing_event ' "$out")" '^ok +critical +referential +messages_missing_event +0 messages +<= 0 messages' \
+     "a healthy check reads ok with its value and range"
+
+ok "the runner starts" start_runner "$conf"
+ok "W-42: its anomaly runs clear dispatcher_lock" \
+    wait_for "select state from pepsi.anomaly_state where check_name = 'dispatcher_lock'" ok 20
+run_runner "$out" -c "$conf" status
+like "$(grep ' dispatcher_lock ' "$out")" '^ok +critical +health +dispatcher_lock +1 dispatchers' "status shows it"
+stop_runner
+
+noconn=$E2E_DIR/noconn.conf
+sed "s|^CONNINFO = .*|CONNINFO = host=$PGHOST port=1 user=$PGUSER dbname=$E2E_DB|" "$conf" >"$noconn"
+run_runner "$out" -c "$noconn" status
+is "$?" 1 "status exits 1 when the database cannot be reached"
+like "$(cat "$out")" 'status: cannot connect to the database: ' "and says so"
+done_testing
