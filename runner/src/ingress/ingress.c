@@ -25,6 +25,7 @@
 #include "util.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -39,6 +40,7 @@
 #define LISTENER_RETRY_MS 2000
 #define STATUS_EVERY_MS 10000
 #define DRAIN_MS 10000          /* how long shutdown waits for answers to be sent */
+#define STATS_FLUSH_MS 30000    /* counters into pepsi.ingress_stats (the anomaly checks' rates) */
 
 struct ingress {
     struct conf *conf;
@@ -49,6 +51,11 @@ struct ingress {
     uint64_t next_listener_ms;  /* when to reconnect the listener */
     uint64_t next_reload_ms;    /* the safety-net reload */
     uint64_t next_status_ms;
+    uint64_t next_stats_ms;
+    uint64_t flushed_accepted;  /* what pepsi.ingress_stats already has */
+    uint64_t flushed_duplicates;
+    uint64_t flushed_rejected[RJ_COUNT];
+    int flushed_port;           /* the instance's port, for pepsi.ingress_stats */
     struct writer_pool *writers;
     struct server *server;
     int sigfd;
@@ -131,6 +138,55 @@ static void listener_input(struct ingress *g)
         listener_drop(g);
 }
 
+/* ---- counters for the anomaly checks ---- */
+
+/* Adds a counter's delta since the last flush to obj; true when non-zero. */
+static bool add_delta(json_t *obj, const char *key, uint64_t now_value, uint64_t flushed)
+{
+    if (now_value <= flushed)
+        return false;
+    return json_object_set_new(obj, key, json_integer((json_int_t)(now_value - flushed))) == 0;
+}
+
+/* Writes the counters' deltas into pepsi.ingress_stats, aggregated every
+ * STATS_FLUSH_MS (one statement, never one per request): the duplicate
+ * and rejection rate checks read them. Nothing when nothing changed. */
+static void flush_stats(struct ingress *g)
+{
+    struct metrics *m = &g->metrics;
+    uint64_t acc = atomic_load(&m->accepted), dup = atomic_load(&m->duplicates), rej[RJ_COUNT];
+    json_t *d = json_object();
+    bool any = d && add_delta(d, "stored", acc, g->flushed_accepted);
+    any |= d && add_delta(d, "duplicate", dup, g->flushed_duplicates);
+    for (int r = 0; d && r < RJ_COUNT; r++) {
+        char key[96];
+        rej[r] = atomic_load(&m->rejected[r]);
+        snprintf(key, sizeof key, "rejected.%s", metrics_reason_name((enum reject_reason)r));
+        any |= add_delta(d, key, rej[r], g->flushed_rejected[r]);
+    }
+    char *text = any ? json_dumps(d, JSON_COMPACT) : NULL;
+    json_decref(d);
+    if (text == NULL)
+        return;
+    char instance[300], host[256] = "localhost";
+    if (gethostname(host, sizeof host) != 0)
+        snprintf(host, sizeof host, "localhost");
+    host[sizeof host - 1] = '\0';
+    snprintf(instance, sizeof instance, "%s:%d", host, g->flushed_port);
+    const char *params[] = {instance, text};
+    PGresult *r = PQexecParams(g->listener, "select pepsi.ingress_stats_flush($1, $2::jsonb)", 2, NULL, params,
+                               NULL, NULL, 0);
+    if (PQresultStatus(r) == PGRES_TUPLES_OK) {
+        g->flushed_accepted = acc;
+        g->flushed_duplicates = dup;
+        memcpy(g->flushed_rejected, rej, sizeof rej);
+    } else {
+        log_warning(COMPONENT, "cannot write the ingress counters: %s", PQerrorMessage(g->listener));
+    }
+    PQclear(r);
+    free(text);
+}
+
 /* ---- the control loop ---- */
 
 static void housekeeping(struct ingress *g)
@@ -141,6 +197,10 @@ static void housekeeping(struct ingress *g)
         log_notice(COMPONENT, "provider listener reconnected");
     if (g->listener && g->ic.reload_interval_ms > 0 && now >= g->next_reload_ms && reload_providers(g) != 0)
         listener_drop(g);
+    if (g->listener && g->server && now >= g->next_stats_ms) {
+        g->next_stats_ms = now + STATS_FLUSH_MS;
+        flush_stats(g);
+    }
     if (now >= g->next_status_ms) {
         g->next_status_ms = now + STATUS_EVERY_MS;
         sd_notifyf(0, "STATUS=accepted %llu, duplicates %llu, %zu provider(s), database %s",
@@ -204,6 +264,7 @@ static int start(struct ingress *g)
     g->server = server_start(&env);
     if (g->server == NULL)
         return 1;
+    g->flushed_port = server_port(g->server);
     log_info(COMPONENT, "listening on %s port %d: %zu provider(s), %d writer(s), %d HTTP thread(s)", g->ic.listen,
              server_port(g->server), provider_cache_count(&g->providers), g->ic.writers, g->ic.threads);
     sd_notifyf(0, "READY=1\nSTATUS=listening on %s port %d\nMAINPID=%lu", g->ic.listen, server_port(g->server),
@@ -229,6 +290,8 @@ static void stop(struct ingress *g)
     }
     writer_pool_free(g->writers); /* no HTTP thread is left to reach it */
     g->writers = NULL;
+    if (g->listener && g->server == NULL && g->flushed_port > 0)
+        flush_stats(g); /* the last counters, as the dispatcher flushes at shutdown */
     if (g->listener)
         PQfinish(g->listener);
     g->listener = NULL;

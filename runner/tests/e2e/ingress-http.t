@@ -6,7 +6,7 @@
 # unreachable.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/ingress-lib.sh"
-plan 44
+plan 46
 
 conf=$E2E_DIR/ingress.conf
 out=$E2E_DIR/out.log
@@ -136,4 +136,8 @@ is "$(sql "select count(*) from pepsi.webhook_events where external_id = 'down-1
 
 stop_ingress
 is "$?" 0 "SIGTERM: exit 0"
+ok "W-40: the ingress's counters reach pepsi.ingress_stats (flushed at shutdown too)" \
+    test "$(sql "select coalesce(sum(value), 0) from pepsi.ingress_stats where counter = 'stored'")" -ge 1
+ok "W-40: rejections are counted by reason there" \
+    test "$(sql "select count(*) from pepsi.ingress_stats where counter like 'rejected.%' and value > 0")" -ge 2
 done_testing
