@@ -1,6 +1,7 @@
 -- Deploy pepsi:anomaly_checks to pg
 -- requires: reconcile
 -- requires: views
+-- requires: control_signal
 --
 -- The anomaly-check suite (W-37..W-43): named checks in a registry table,
 -- each comparing one metric with its expected range. A check's metric is
@@ -486,7 +487,7 @@ begin
                             not (v_had and v_old.state = v_res.state);
     end loop;
     if v_started then
-        perform pg_notify('reconcile', '');
+        perform pepsi.control_signal_send('reconcile');
     end if;
     delete from pepsi.anomaly_signal g where g.cleared_at < p_now - interval '30 days';
 end

@@ -1,11 +1,14 @@
 -- Deploy pepsi:config_override to pg
 -- requires: workqueue
+-- requires: control_signal
 --
 -- Every [stage-*] section is a hot setting (D-117): rows here are laid over
 -- the configuration file's sections, in (section, key) order, by the
--- dispatcher and by every worker. Changing them through the functions
--- below sends NOTIFY config_changed, on which the dispatcher rebuilds its
--- stage table and retires every worker. A value NULL takes a key back out
+-- dispatcher and by every worker. Any change to them (through the
+-- functions below, or a DBA's own statement) moves the config_changed
+-- version and sends NOTIFY config_changed (pepsi.control_signal_send), on
+-- which the dispatcher rebuilds its stage table and retires every worker;
+-- a config_changed without a new version is ignored (issue 11). A value NULL takes a key back out
 -- of the file's section; the key '*' with a NULL value removes the whole
 -- section. [pepsi-dispatch] is never overlaid (D-120).
 
@@ -20,10 +23,26 @@ create table pepsi.config_override (
                 check (key ~ '^[A-Z][A-Z0-9_]*$' or key = '*'),
     value       text,
     updated_at  timestamptz not null default now(),
-    updated_by  text not null default current_user,
+    updated_by  text not null default session_user,
     constraint config_override_pkey primary key (section, key),
     constraint config_override_removal_check check (key <> '*' or value is null)
 );
+
+create function pepsi.config_override_changed()
+returns trigger
+language plpgsql
+set search_path = pg_catalog, pepsi, pg_temp
+as $$
+-- Any row written to the overlay announces a new configuration version.
+begin
+    perform pepsi.control_signal_send('config_changed');
+    return null;
+end
+$$;
+
+create trigger config_override_changed_trg
+    after insert or update or delete on pepsi.config_override
+    for each row execute function pepsi.config_override_changed();
 
 comment on table pepsi.config_override is
     'Overlay of [stage-*] sections (D-117): key = value over the file; value NULL removes the key; key * removes the section. Change it with config_set, config_unset, config_remove_stage, config_clear.';
@@ -78,8 +97,7 @@ begin
     insert into pepsi.config_override as o (section, key, value)
     values (v_section, p_key, p_value)
     on conflict (section, key) do update
-        set value = excluded.value, updated_at = now(), updated_by = current_user;
-    notify config_changed;
+        set value = excluded.value, updated_at = now(), updated_by = session_user;
 end
 $$;
 
@@ -99,8 +117,7 @@ begin
     insert into pepsi.config_override as o (section, key, value)
     values (v_section, p_key, null)
     on conflict (section, key) do update
-        set value = null, updated_at = now(), updated_by = current_user;
-    notify config_changed;
+        set value = null, updated_at = now(), updated_by = session_user;
 end
 $$;
 
@@ -119,7 +136,6 @@ declare
 begin
     delete from pepsi.config_override o where o.section = v_section;
     insert into pepsi.config_override (section, key, value) values (v_section, '*', null);
-    notify config_changed;
 end
 $$;
 
@@ -139,8 +155,7 @@ begin
      where p_stage is null or o.section = pepsi.config_section_check(p_stage);
     get diagnostics v_count = row_count;
     if v_count > 0 then
-        notify config_changed;
-    end if;
+        end if;
     return v_count;
 end
 $$;
@@ -165,8 +180,9 @@ set search_path = pg_catalog, pepsi, pg_temp
 as $$
 -- Sent after [pepsi] SHARE_TELEMETRY was rewritten in the configuration
 -- file: the dispatcher retires every worker, so that their successors read
--- the file again; the stage table is left alone (D-116).
-    notify telemetry_changed
+-- the file again; the stage table is left alone (D-116). Moves the
+-- telemetry_changed version, so that the runner knows it is no stranger's.
+    select from pepsi.control_signal_send('telemetry_changed')
 $$;
 
 revoke all on function pepsi.config_set(text, text, text) from public;

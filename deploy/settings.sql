@@ -30,39 +30,76 @@ create table pepsi.settings (
                 constraint settings_option_check check (option ~ '^[A-Z][A-Z0-9_]*$'),
     value       text not null,
     updated_at  timestamptz not null default now(),
-    updated_by  text not null default current_user,
+    updated_by  text not null default session_user,
     constraint settings_pkey primary key (stage, address, option)
 );
 
 comment on table pepsi.settings is
     'Per-address overrides of [stage-*] options (D-122); written with settings_set/settings_delete, read by workers with the message (D-123).';
 
-create function pepsi.settings_set(p_address text, p_stage text, p_option text, p_value text)
+create function pepsi.settings_option_operator_only(p_option text)
+returns boolean
+language sql immutable parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+-- Whether an option may only ever be set by an operator, never by an end
+-- user's settings control message (issue 11): options that run code, name
+-- a URL, carry a credential, route messages or size the worker pools. The
+-- stage's own allow-list (USER_OPTIONS, checked by the worker) comes
+-- first; this is the backstop that holds even for a worker that skipped
+-- it. runner/src/conf.c (conf_option_operator_only) keeps the same rule
+-- for USER_OPTIONS; pgtap/17 and test_conf check both on the same names.
+    select p_option is null
+        or p_option in ('PROGRAM', 'NEXT', 'BOUNCE_STAGE', 'THEN', 'ELSE', 'FUSION', 'USER_OPTIONS',
+                        'PARALLELISM', 'QUEUE_LIMIT', 'MAX_MESSAGES', 'WORKER_IDLE_TIMEOUT',
+                        'MAX_RUNTIME', 'PASS_CONNINFO')
+        or p_option ~ '(COMMAND|CONDITION|URL|SECRET|PASSWORD|PASSWD|TOKEN|AUTH|CREDENTIAL|KEY|CONNINFO|SCRIPT|EXEC|PROGRAM|STAGE|HOST)'
+$$;
+
+create function pepsi.settings_put(p_address text, p_stage text, p_option text, p_value text, p_by text)
 returns void
 language plpgsql
-security definer
 set search_path = pg_catalog, pepsi, pg_temp
 as $$
--- Sets OPTION = VALUE of [stage-<p_stage>] for messages whose correspondent
--- is p_address. Whether the stage knows the option is checked by
--- `pepsi-runner settings set` against the configuration; a value the stage
--- cannot use fails the affected messages permanently (D-114).
--- Raises PX001 (stage), PX002 (address), PX003 (option, NULL value).
--- Tables: settings (insert, update).
+-- Sets OPTION = VALUE for p_address, recording p_by as its author: the
+-- one writer of pepsi.settings, behind settings_set (an operator) and
+-- settings_apply (an end user's control message). Internal: granted to
+-- no one. Raises PX001 (stage), PX002 (address), PX003 (option, NULL value).
 begin
     perform pepsi.stage_check(p_stage), pepsi.address_check(p_address, 'address');
-    if p_option is null or p_option !~ '^[A-Z][A-Z0-9_]*$' then
-        raise exception 'invalid option "%"', coalesce(p_option, '<null>')
+    if p_option is null or p_option !~ '^[A-Z][A-Z0-9_]*$' or octet_length(p_option) > 64 then
+        raise exception 'invalid option "%"', left(coalesce(p_option, '<null>'), 64)
             using errcode = 'PX003', hint = 'Options are upper-case keys of the stage''s section.';
     end if;
     if p_value is null then
         raise exception 'a NULL value: use pepsi.settings_delete' using errcode = 'PX003';
     end if;
-    insert into pepsi.settings as s (address, stage, option, value)
-    values (pepsi.address_key(p_address), p_stage, p_option, p_value)
+    if octet_length(p_value) > 4096 then
+        raise exception 'the value of % is % bytes; the limit is 4096', p_option, octet_length(p_value)
+            using errcode = 'PX003';
+    end if;
+    insert into pepsi.settings as s (address, stage, option, value, updated_by)
+    values (pepsi.address_key(p_address), p_stage, p_option, p_value, p_by)
     on conflict (stage, address, option) do update
-        set value = excluded.value, updated_at = now(), updated_by = current_user;
+        set value = excluded.value, updated_at = now(), updated_by = excluded.updated_by;
 end
+$$;
+
+create function pepsi.settings_set(p_address text, p_stage text, p_option text, p_value text)
+returns void
+language sql
+security definer
+set search_path = pg_catalog, pepsi, pg_temp
+as $$
+-- An operator sets OPTION = VALUE of [stage-<p_stage>] for messages whose
+-- correspondent is p_address; any option of the stage, operator-only ones
+-- included (COMMAND, URL, ...). Whether the stage knows the option is
+-- checked by `pepsi-runner settings set` against the configuration; a
+-- value the stage cannot use fails the affected messages permanently
+-- (D-114). updated_by records the session user (the login, not the
+-- function's owner). Raises PX001, PX002, PX003 (as settings_put).
+-- Tables: settings (insert, update).
+    select pepsi.settings_put(p_address, p_stage, p_option, p_value, session_user::text)
 $$;
 
 create function pepsi.settings_delete(p_address text, p_stage text default null, p_option text default null)
@@ -83,13 +120,13 @@ as $$
 $$;
 
 create function pepsi.settings_list(p_address text default null, p_stage text default null)
-returns table (address text, stage text, option text, value text, updated_at timestamptz)
+returns table (address text, stage text, option text, value text, updated_at timestamptz, updated_by text)
 language sql stable
 security definer
 set search_path = pg_catalog, pepsi, pg_temp
 as $$
 -- The overrides, optionally of one address and/or stage, in a stable order.
-    select s.address, s.stage, s.option, s.value, s.updated_at
+    select s.address, s.stage, s.option, s.value, s.updated_at, s.updated_by
       from pepsi.settings s
      where (p_address is null or s.address = pepsi.address_key(p_address))
        and (p_stage is null or s.stage = p_stage)
@@ -122,6 +159,8 @@ $$;
 
 create index settings_address_idx on pepsi.settings (address);
 
+revoke all on function pepsi.settings_option_operator_only(text) from public;
+revoke all on function pepsi.settings_put(text, text, text, text, text) from public;
 revoke all on function pepsi.settings_set(text, text, text, text) from public;
 revoke all on function pepsi.settings_delete(text, text, text) from public;
 revoke all on function pepsi.settings_list(text, text) from public;

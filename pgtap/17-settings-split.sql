@@ -64,12 +64,13 @@ select throws_ok(format($$select pepsi.workqueue_split(%s, 'deliver', '[["a@x.or
 -- settings_apply: a control message's changes and its advance, one call
 select pepsi.workqueue_inject('settings', p_origin_user => 'al', p_envelope_sender => 'al@x.org') as c \gset
 update pepsi.workqueue set status = 'running' where workqueue_id = :c;
+select pepsi.user_address_add('al', 'al@x.org');
 select pepsi.settings_set('al@x.org', 'deliver', 'HEADERS', 'yes');
 select is(pepsi.settings_apply(:c, 'settings', 'deliver', 'al@x.org',
-              '[{"stage": "deliver", "option": "COMMAND", "value": "cat"}, {"stage": "deliver", "option": "HEADERS", "value": null}]'),
+              '[{"stage": "deliver", "option": "MAX_LIFETIME", "value": "1h"}, {"stage": "deliver", "option": "HEADERS", "value": null}]'),
           2, 'settings_apply applies the changes (a null value deletes)');
-select results_eq($$select option, value from pepsi.settings_list('al@x.org')$$, $$values ('COMMAND'::text, 'cat'::text)$$,
-                  'settings_apply: COMMAND set, HEADERS deleted');
+select results_eq($$select option, value from pepsi.settings_list('al@x.org')$$, $$values ('MAX_LIFETIME'::text, '1h'::text)$$,
+                  'settings_apply: MAX_LIFETIME set, HEADERS deleted');
 select is((select stage || '/' || status from pepsi.workqueue where workqueue_id = :c), 'deliver/pending',
           'D-76: and the message advanced in the same call');
 select throws_ok(format($$select pepsi.settings_apply(%s, 'settings', null, 'al@x.org', '[]')$$, :c), 'PX005', null,

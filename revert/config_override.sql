@@ -11,5 +11,6 @@ drop function pepsi.config_set(text, text, text);
 drop function pepsi.config_key_check(text);
 drop function pepsi.config_section_check(text);
 drop table pepsi.config_override;
+drop function pepsi.config_override_changed();
 
 commit;

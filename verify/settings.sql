@@ -5,5 +5,12 @@ begin;
 select address, stage, option, value, updated_at, updated_by from pepsi.settings where false;
 select pg_catalog.has_function_privilege('pepsi_worker', 'pepsi.settings_for(jsonb, text, text[])', 'execute');
 select pg_catalog.has_function_privilege('pepsi.settings_set(text, text, text, text)', 'execute');
+select 'pepsi.settings_put(text, text, text, text, text)'::regprocedure;
+select 'pepsi.settings_delete(text, text, text)'::regprocedure;
+select 'pepsi.settings_list(text, text)'::regprocedure;
+select 'pepsi.address_key(text)'::regprocedure;
+select 'pepsi.settings_address_idx'::regclass;
+select 1 / pepsi.settings_option_operator_only('COMMAND')::int;
+select 1 / (not pepsi.settings_option_operator_only('HEADERS'))::int;
 
 rollback;

@@ -2,6 +2,9 @@
 
 begin;
 
-select pg_catalog.has_function_privilege('pepsi_worker', 'pepsi.settings_apply(bigint, text, text, text, jsonb)', 'execute');
+select 1 / pg_catalog.has_function_privilege('pepsi_worker', 'pepsi.settings_apply(bigint, text, text, text, jsonb)', 'execute')::int;
+-- The ownership check is there: a source without it fails this.
+select 1 / (pg_catalog.pg_get_functiondef('pepsi.settings_apply(bigint, text, text, text, jsonb)'::regprocedure)
+            like '%user_address_owns%')::int;
 
 rollback;
