@@ -77,36 +77,47 @@ int conn_try_dispatch_lock(PGconn *c, int owner_slot)
     return got;
 }
 
-/* The pid of the session holding the lock, or 0 when unknown. */
-static int lock_holder(PGconn *c, int owner_slot)
+/* Who holds the lock, for the log: "pid 123 user \"x\" application
+ * \"psql\" client 10.0.0.5 since 2026-..." from pg_stat_activity (its
+ * columns read NULL for a login this one may not see: then "?"). Any
+ * login can take an advisory lock, so the log must say whose it is. */
+static void lock_holder(PGconn *c, int owner_slot, char *out, size_t cap)
 {
     char slot[16];
     snprintf(slot, sizeof slot, "%d", owner_slot);
     const char *params[] = {slot};
     PGresult *r = PQexecParams(c,
-                               "select pid from pg_locks where locktype = 'advisory' and granted"
-                               " and classid = " DISPATCH_LOCK_CLASS " and objid = $1::int"
-                               " and database = (select oid from pg_database where datname = current_database())",
+                               "select l.pid, coalesce(a.usename::text, '?'),"
+                               " coalesce(nullif(a.application_name, ''), '?'),"
+                               " coalesce(host(a.client_addr), case when a.pid is not null and a.client_port = -1"
+                               " then 'local socket' end, '?'),"
+                               " coalesce(to_char(a.backend_start, 'YYYY-MM-DD HH24:MI:SSOF'), '?')"
+                               " from pg_locks l left join pg_stat_activity a on a.pid = l.pid"
+                               " where l.locktype = 'advisory' and l.granted"
+                               " and l.classid = " DISPATCH_LOCK_CLASS " and l.objid = $1::int and l.objsubid = 2"
+                               " and l.database = (select oid from pg_database where datname = current_database())",
                                1, NULL, params, NULL, NULL, 0);
-    int pid = 0;
     if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0)
-        pid = atoi(PQgetvalue(r, 0, 0));
+        snprintf(out, cap, "pid %s user \"%s\" application \"%s\" client %s since %s", PQgetvalue(r, 0, 0),
+                 PQgetvalue(r, 0, 1), PQgetvalue(r, 0, 2), PQgetvalue(r, 0, 3), PQgetvalue(r, 0, 4));
+    else
+        snprintf(out, cap, "unknown holder");
     PQclear(r);
-    return pid;
 }
 
 int conn_wait_dispatch_lock(PGconn *c, int owner_slot, int64_t wait_ms, const char *component)
 {
     uint64_t deadline = now_ms() + (uint64_t)wait_ms;
     bool told = false;
+    char holder[512];
     for (;;) {
         int got = conn_try_dispatch_lock(c, owner_slot);
         if (got != 0)
             return got == 1 ? 0 : -1;
         if (!told) {
-            log_notice(component, "another dispatcher holds owner slot %d (backend pid %d); "
-                       "waiting up to %lld ms", owner_slot, lock_holder(c, owner_slot),
-                       (long long)wait_ms);
+            lock_holder(c, owner_slot, holder, sizeof holder);
+            log_notice(component, "another dispatcher or session holds owner slot %d: %s; waiting up to %lld ms",
+                       owner_slot, holder, (long long)wait_ms);
             told = true;
         }
         if (now_ms() >= deadline)
@@ -114,7 +125,8 @@ int conn_wait_dispatch_lock(PGconn *c, int owner_slot, int64_t wait_ms, const ch
         struct timespec ts = {0, 250 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
-    log_error(component, "another dispatcher (backend pid %d) still holds owner slot %d after %lld ms; "
-              "refusing to run a second one", lock_holder(c, owner_slot), owner_slot, (long long)wait_ms);
+    lock_holder(c, owner_slot, holder, sizeof holder);
+    log_error(component, "another dispatcher or session still holds owner slot %d after %lld ms: %s; "
+              "refusing to run a second one", owner_slot, (long long)wait_ms, holder);
     return 1;
 }

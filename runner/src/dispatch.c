@@ -20,6 +20,7 @@
 #include "pool.h"
 #include "reconcile.h"
 #include "schema.h"
+#include "signals.h"
 #include "stagetab.h"
 #include "stats.h"
 #include "util.h"
@@ -61,6 +62,7 @@ struct runner {
     uv_timer_t reload_timer;       /* retries a reload whose overlay could not be read */
     uv_signal_t sigint, sigterm;
     struct reconcile recon;        /* RECONCILE_INTERVAL, ANOMALY_INTERVAL, NOTIFY reconcile (W-23..W-25) */
+    struct control_signals ctl;    /* which control notifications are news (issue 11) */
 
     bool claim_wanted;
     bool claim_inflight;
@@ -784,18 +786,34 @@ static void retire_workers(struct runner *r)
     wake(r);
 }
 
+/* A control channel's version moved: the change is the owner's, act on it. */
+static void control_act(void *arg, enum control_channel ch)
+{
+    struct runner *r = arg;
+    switch (ch) {
+    case CONTROL_CONFIG:
+        reload(r);
+        break;
+    case CONTROL_TELEMETRY:
+        retire_workers(r);
+        break;
+    case CONTROL_RECONCILE:
+        reconcile_notify(&r->recon);
+        break;
+    default:
+        break;
+    }
+}
+
 static void notify_cb(void *arg, const char *channel)
 {
     struct runner *r = arg;
     if (strcmp(channel, "workqueue") == 0) {
         r->dstats.notifications++;
         wake(r);
-    } else if (strcmp(channel, "config_changed") == 0) {
-        reload(r);
-    } else if (strcmp(channel, "telemetry_changed") == 0) {
-        retire_workers(r);
-    } else if (strcmp(channel, "reconcile") == 0) {
-        reconcile_notify(&r->recon);
+    } else if (control_channel_of(channel) >= 0) {
+        if (!r->shutting_down)
+            control_signals_check(&r->ctl, channel);
     } else {
         log_debug(COMPONENT, "ignoring notification on \"%s\"", channel);
     }
@@ -897,7 +915,7 @@ static void reconnect_cb(uv_timer_t *t)
     }
     db_open_gate(&r->db);
     release_paused(r);
-    reload(r); /* a config_changed may have been missed while disconnected */
+    control_signals_check(&r->ctl, NULL); /* one may have been missed while disconnected */
     r->heartbeat_due = true;
     wake(r); /* a reconnect is a wake-up (D-36) */
 }
@@ -1034,7 +1052,9 @@ static PGconn *startup_connect(struct runner *r, int *code)
     PQclear(res);
     if (reset > 0)
         log_notice(COMPONENT, "reset %d message(s) left running by an earlier dispatcher", reset);
-    if (conn_exec(c, LISTEN_SQL, COMPONENT) != 0) {
+    /* LISTEN, then the versions, then the table: a change made in between
+     * comes with a notification and a version not yet seen. */
+    if (conn_exec(c, LISTEN_SQL, COMPONENT) != 0 || control_signals_read_now(&r->ctl, c, COMPONENT) != 0) {
         PQfinish(c);
         return NULL;
     }
@@ -1094,6 +1114,7 @@ static void runner_init(struct runner *r, struct conf *conf, uv_loop_t *loop, co
     r->env.ev = (struct pool_events){answered_cb, requeue_cb, strike_cb, wake, r};
     r->claimer = claimer_new(conf);
     db_init(&r->db, loop, (struct db_hooks){notify_cb, db_lost_cb, r});
+    control_signals_init(&r->ctl, &r->db, control_act, r);
     init_handles(r);
 }
 

@@ -83,14 +83,14 @@ session_c=$!
 exec 5>"$E2E_DIR/c.in"
 echo "begin; select pepsi.reconcile();" >&5
 wait_cmd 10 lock_held
-sql "notify reconcile" >/dev/null
-ok "W-24, W-27: NOTIFY reconcile while another session holds the lock: the runner's pass is skipped" \
+sql "select pepsi.control_signal_send('reconcile')" >/dev/null
+ok "W-24, W-27: a reconcile signal while another session holds the lock: the runner's pass is skipped" \
     wait_cmd 10 runner_log_has 'reconciliation pass \(notify\) skipped: another pass holds the lock'
 echo "commit;" >&5
 exec 5>&-
 wait "$session_c" 2>/dev/null
-sql "notify reconcile" >/dev/null
-ok "W-24: once it is free, NOTIFY reconcile runs a pass at once" \
+sql "select pepsi.control_signal_send('reconcile')" >/dev/null
+ok "W-24: once it is free, a reconcile signal runs a pass at once" \
     wait_for "select count(*) from pepsi.reconcile_runs where trigger = 'notify'" 1 10
 stop_runner
 is "$?" 0 "the runner stops cleanly"
