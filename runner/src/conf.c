@@ -119,6 +119,7 @@ static const struct key_def keys[] = {
     {SK_STAGE, "BOUNCE_STAGE", KT_STAGE, KF_OPTIONAL, 0, 0, "", STAGE_AT(bounce_stage)},
     {SK_STAGE, "FUSION", KT_TRISTATE, KF_OPTIONAL, 0, 0, "", STAGE_AT(fusion)},
     {SK_STAGE, "NEXT", KT_STAGE, KF_OPTIONAL, 0, 0, "", STAGE_AT(next)},
+    {SK_STAGE, "USER_OPTIONS", KT_STRING, KF_OPTIONAL, 0, 0, "", STAGE_AT(user_options)},
 };
 
 #define N_KEYS (sizeof(keys) / sizeof(keys[0]))
@@ -850,6 +851,28 @@ static void check_stage_ref(struct parser *p, size_t i, const char *key, const c
          key, p->c->stages[i].name, target);
 }
 
+/* USER_OPTIONS: option names an end user may set per address; none may
+ * be operator-only (issue 11). */
+static void check_user_options(struct parser *p, size_t i)
+{
+    const struct stage_conf *s = &p->c->stages[i];
+    char name[KEY_MAX];
+    for (const char *at = s->user_options; at && *at;) {
+        size_t n = conf_list_next(&at, name, sizeof name);
+        if (n == 0)
+            break;
+        const char *why = n >= sizeof name || !key_name_ok(name) ? "is not an option name"
+                          : conf_option_operator_only(name)
+                              ? "is operator-only: it runs code, names a URL, carries a credential or routes messages"
+                              : NULL;
+        if (why) {
+            fail(p, p->stage_key_line[i][key_index("USER_OPTIONS")], "key \"USER_OPTIONS\" in [stage-%s]: \"%s\" %s",
+                 s->name, name, why);
+            return;
+        }
+    }
+}
+
 static void check_stages(struct parser *p)
 {
     for (size_t i = 0; i < p->c->n_stages && !p->failed; i++) {
@@ -864,6 +887,7 @@ static void check_stages(struct parser *p)
                         next_first ? s->next : s->bounce_stage);
         check_stage_ref(p, i, next_first ? "BOUNCE_STAGE" : "NEXT",
                         next_first ? s->bounce_stage : s->next);
+        check_user_options(p, i);
     }
 }
 
@@ -877,6 +901,7 @@ static void remove_stage(struct parser *p, size_t i)
     free(s->program);
     free(s->bounce_stage);
     free(s->next);
+    free(s->user_options);
     for (size_t k = 0; k < s->n_own; k++) {
         free(s->own[k].key);
         free(s->own[k].value);
@@ -1033,6 +1058,7 @@ void conf_free(struct conf *c)
         free(s->program);
         free(s->bounce_stage);
         free(s->next);
+        free(s->user_options);
         conf_kv_free(s->own, s->n_own);
     }
     free(c->stages);
@@ -1166,4 +1192,54 @@ const char *conf_stage_own(const struct stage_conf *s, const char *key)
         if (strcmp(s->own[i].key, key) == 0)
             return s->own[i].value;
     return NULL;
+}
+
+size_t conf_list_next(const char **at, char *out, size_t cap)
+{
+    const char *s = *at;
+    while (*s == ' ' || *s == '\t' || *s == ',')
+        s++;
+    size_t n = 0;
+    while (s[n] && s[n] != ' ' && s[n] != '\t' && s[n] != ',')
+        n++;
+    *at = s + n;
+    if (cap == 0)
+        return 0;
+    size_t k = n < cap - 1 ? n : cap - 1;
+    memcpy(out, s, k);
+    out[k] = '\0';
+    return n;
+}
+
+bool conf_list_has(const char *list, const char *name)
+{
+    char item[KEY_MAX];
+    for (const char *at = list; at && *at;) {
+        size_t n = conf_list_next(&at, item, sizeof item);
+        if (n == 0)
+            break;
+        if (n < sizeof item && strcmp(item, name) == 0)
+            return true;
+    }
+    return false;
+}
+
+bool conf_option_operator_only(const char *key)
+{
+    /* The same rule as pepsi.settings_option_operator_only (deploy/settings.sql). */
+    static const char *const exact[] = {"PROGRAM", "NEXT", "BOUNCE_STAGE", "THEN", "ELSE", "FUSION",
+                                        "USER_OPTIONS", "PARALLELISM", "QUEUE_LIMIT", "MAX_MESSAGES",
+                                        "WORKER_IDLE_TIMEOUT", "MAX_RUNTIME", "PASS_CONNINFO", NULL};
+    static const char *const parts[] = {"COMMAND", "CONDITION", "URL", "SECRET", "PASSWORD", "PASSWD",
+                                        "TOKEN", "AUTH", "CREDENTIAL", "KEY", "CONNINFO", "SCRIPT",
+                                        "EXEC", "PROGRAM", "STAGE", "HOST", NULL};
+    if (key == NULL)
+        return true;
+    for (const char *const *e = exact; *e; e++)
+        if (strcmp(key, *e) == 0)
+            return true;
+    for (const char *const *q = parts; *q; q++)
+        if (strstr(key, *q))
+            return true;
+    return false;
 }

@@ -31,6 +31,8 @@ struct stage_conf {
     char *bounce_stage;              /* BOUNCE_STAGE, NULL when unset */
     int fusion;                      /* FUSION: -1 unset (the program's default), 0 no, 1 yes */
     char *next;                      /* NEXT, NULL: the message is finished after this stage */
+    char *user_options;              /* USER_OPTIONS: what end users may set per address, NULL: the
+                                        program's default (a built-in's declared list, else none) */
     struct conf_kv *own;             /* the stage's own keys (e.g. COMMAND) */
     size_t n_own;
 };
@@ -110,6 +112,20 @@ int conf_parse_bool(const char *s, bool *b);
 
 /* A decimal integer within [min, max]. Returns 0 or -1. */
 int conf_parse_int(const char *s, int min, int max, int *out);
+
+/* Lists such as USER_OPTIONS: items separated by blanks or commas. Copies
+ * the next item at *at into out (truncated to cap), advances *at past it
+ * and returns its full length, 0 at the end. */
+size_t conf_list_next(const char **at, char *out, size_t cap);
+
+/* Whether list (may be NULL) holds name. */
+bool conf_list_has(const char *list, const char *name);
+
+/* Whether an option may only be set by an operator, never by an end
+ * user's settings control message: it runs code, names a URL, carries a
+ * credential, routes messages or sizes a pool (issue 11). The same rule
+ * as pepsi.settings_option_operator_only in SQL. */
+bool conf_option_operator_only(const char *key);
 
 /* The configuration file to read when -c is not given: $PEPSI_CONFIG when
  * set, else /etc/pepsi/pepsi.conf. */

@@ -41,7 +41,7 @@ static void usage(FILE *out, const char *prog)
             "usage: %s [GLOBAL-OPTIONS] serve\n"
             "       %s [GLOBAL-OPTIONS] ingress\n"
             "       %s [GLOBAL-OPTIONS] status\n"
-            "       %s [GLOBAL-OPTIONS] settings list|set|delete ...\n"
+            "       %s [GLOBAL-OPTIONS] settings list|set|delete|owners|own|disown ...\n"
             "       %s [GLOBAL-OPTIONS] stage NAME worker\n"
             "\n"
             "Global options (before the subcommand):\n"
@@ -57,6 +57,8 @@ static void usage(FILE *out, const char *prog)
             "  status              print the anomaly checks (pepsi.anomaly_dashboard) and exit\n"
             "  settings list [ADDRESS] | set ADDRESS STAGE OPTION VALUE | delete ADDRESS [STAGE [OPTION]]\n"
             "                      per-address overrides of [stage-*] options\n"
+            "  settings owners [LOGIN] | own LOGIN ADDRESS | disown LOGIN [ADDRESS]\n"
+            "                      which addresses an end user's control messages may change\n"
             "  stage NAME worker   run built-in stage NAME as a worker (%s)\n",
             prog, prog, prog, prog, prog, stages_builtin_names());
 }

@@ -4,7 +4,13 @@
  *   settings list [ADDRESS]
  *   settings set ADDRESS STAGE OPTION VALUE
  *   settings delete ADDRESS [STAGE [OPTION]]
+ *   settings owners [LOGIN]
+ *   settings own LOGIN ADDRESS       (end user LOGIN owns ADDRESS)
+ *   settings disown LOGIN [ADDRESS]
  *
+ * An operator may set any option the stage knows; an end user's settings
+ * control message only what the stage allow-lists, and only for the
+ * addresses its login owns (pepsi.user_address, issue 11).
  * set checks, against the configuration (file and overlay), that the stage
  * exists and that the option can be set per address with that value, so
  * that a typo fails here rather than every message of that address later
@@ -29,24 +35,27 @@ static int usage(void)
 {
     fprintf(stderr, "usage: pepsi-runner [-c FILE] settings list [ADDRESS]\n"
                     "       pepsi-runner [-c FILE] settings set ADDRESS STAGE OPTION VALUE\n"
-                    "       pepsi-runner [-c FILE] settings delete ADDRESS [STAGE [OPTION]]\n");
+                    "       pepsi-runner [-c FILE] settings delete ADDRESS [STAGE [OPTION]]\n"
+                    "       pepsi-runner [-c FILE] settings owners [LOGIN]\n"
+                    "       pepsi-runner [-c FILE] settings own LOGIN ADDRESS\n"
+                    "       pepsi-runner [-c FILE] settings disown LOGIN [ADDRESS]\n");
     return EXIT_USAGE;
 }
 
 static int print_list(PGconn *c, const char *address)
 {
     const char *p[] = {address};
-    PGresult *r = PQexecParams(c, "select address, stage, option, value, to_char(updated_at, 'YYYY-MM-DD HH24:MI:SS')"
-                                  " from pepsi.settings_list($1)", 1, NULL, p, NULL, NULL, 0);
+    PGresult *r = PQexecParams(c, "select address, stage, option, value, to_char(updated_at, 'YYYY-MM-DD HH24:MI:SS'),"
+                                  " updated_by from pepsi.settings_list($1)", 1, NULL, p, NULL, NULL, 0);
     if (PQresultStatus(r) != PGRES_TUPLES_OK) {
         log_error(COMPONENT, "cannot list settings: %s", pgerr_message(c, r));
         PQclear(r);
         return 1;
     }
-    printf("%-32s %-20s %-20s %-24s %s\n", "ADDRESS", "STAGE", "OPTION", "VALUE", "UPDATED");
+    printf("%-32s %-20s %-20s %-24s %-19s %s\n", "ADDRESS", "STAGE", "OPTION", "VALUE", "UPDATED", "BY");
     for (int i = 0; i < PQntuples(r); i++)
-        printf("%-32s %-20s %-20s %-24s %s\n", PQgetvalue(r, i, 0), PQgetvalue(r, i, 1),
-               PQgetvalue(r, i, 2), PQgetvalue(r, i, 3), PQgetvalue(r, i, 4));
+        printf("%-32s %-20s %-20s %-24s %-19s %s\n", PQgetvalue(r, i, 0), PQgetvalue(r, i, 1),
+               PQgetvalue(r, i, 2), PQgetvalue(r, i, 3), PQgetvalue(r, i, 4), PQgetvalue(r, i, 5));
     PQclear(r);
     return 0;
 }
@@ -92,6 +101,42 @@ static int do_delete(PGconn *c, int argc, char **a)
     return rc;
 }
 
+static int print_owners(PGconn *c, const char *login)
+{
+    const char *p[] = {login};
+    PGresult *r = PQexecParams(c, "select login, address, to_char(added_at, 'YYYY-MM-DD HH24:MI:SS'), added_by"
+                                  " from pepsi.user_address_list($1)", 1, NULL, p, NULL, NULL, 0);
+    if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+        log_error(COMPONENT, "cannot list address owners: %s", pgerr_message(c, r));
+        PQclear(r);
+        return 1;
+    }
+    printf("%-24s %-32s %-19s %s\n", "LOGIN", "ADDRESS", "ADDED", "BY");
+    for (int i = 0; i < PQntuples(r); i++)
+        printf("%-24s %-32s %-19s %s\n", PQgetvalue(r, i, 0), PQgetvalue(r, i, 1), PQgetvalue(r, i, 2),
+               PQgetvalue(r, i, 3));
+    PQclear(r);
+    return 0;
+}
+
+/* own LOGIN ADDRESS, or disown LOGIN [ADDRESS]. */
+static int do_owner(PGconn *c, bool own, int argc, char **a)
+{
+    const char *p[] = {a[0], argc > 1 ? a[1] : NULL};
+    PGresult *r = PQexecParams(c, own ? "select pepsi.user_address_add($1, $2)::int"
+                                      : "select pepsi.user_address_remove($1, $2)",
+                               2, NULL, p, NULL, NULL, 0);
+    int rc = PQresultStatus(r) == PGRES_TUPLES_OK ? 0 : 1;
+    if (rc != 0)
+        log_error(COMPONENT, "cannot %s: %s", own ? "own" : "disown", pgerr_message(c, r));
+    else if (own)
+        printf("%s owns %s%s\n", a[0], a[1], strcmp(PQgetvalue(r, 0, 0), "1") == 0 ? "" : " (already)");
+    else
+        printf("%s: %s address(es) disowned\n", a[0], PQgetvalue(r, 0, 0));
+    PQclear(r);
+    return rc;
+}
+
 int settings_command(const char *config_path, int argc, char **argv)
 {
     char err[1024];
@@ -101,7 +146,8 @@ int settings_command(const char *config_path, int argc, char **argv)
     const char *verb = argv[0];
     int n = argc - 1;
     bool ok = (strcmp(verb, "list") == 0 && n <= 1) || (strcmp(verb, "set") == 0 && n == 4) ||
-              (strcmp(verb, "delete") == 0 && n >= 1 && n <= 3);
+              (strcmp(verb, "delete") == 0 && n >= 1 && n <= 3) || (strcmp(verb, "owners") == 0 && n <= 1) ||
+              (strcmp(verb, "own") == 0 && n == 2) || (strcmp(verb, "disown") == 0 && n >= 1 && n <= 2);
     if (!ok)
         return usage();
     const char *path = config_path ? config_path : conf_default_path();
@@ -119,8 +165,12 @@ int settings_command(const char *config_path, int argc, char **argv)
             rc = print_list(c, n ? argv[1] : NULL);
         else if (strcmp(verb, "set") == 0)
             rc = do_set(c, path, argv + 1);
-        else
+        else if (strcmp(verb, "delete") == 0)
             rc = do_delete(c, n, argv + 1);
+        else if (strcmp(verb, "owners") == 0)
+            rc = print_owners(c, n ? argv[1] : NULL);
+        else
+            rc = do_owner(c, strcmp(verb, "own") == 0, n, argv + 1);
     }
     PQfinish(c);
     return rc;

@@ -580,6 +580,40 @@ static void test_shipped_example(void)
     conf_free(&c);
 }
 
+/* USER_OPTIONS: what end users may set per address (issue 11). */
+static void test_user_options(void)
+{
+    struct conf c;
+    if (good(S("a") "USER_OPTIONS = HEADERS, MAX_LIFETIME\n", &c, "USER_OPTIONS with two options") == 0) {
+        CHECK(conf_list_has(c.stages[0].user_options, "HEADERS"), "issue 11: USER_OPTIONS lists HEADERS");
+        CHECK(conf_list_has(c.stages[0].user_options, "MAX_LIFETIME"), "issue 11: and MAX_LIFETIME");
+        CHECK(!conf_list_has(c.stages[0].user_options, "HEADER"), "issue 11: a prefix is not an item");
+        conf_free(&c);
+    }
+    if (good(S("a") "USER_OPTIONS =\n", &c, "an empty USER_OPTIONS") == 0) {
+        CHECK(c.stages[0].user_options == NULL, "issue 11: an empty USER_OPTIONS is unset");
+        conf_free(&c);
+    }
+    bad(S("a") "USER_OPTIONS = HEADERS COMMAND\n", NAME ":3: ",
+        "key \"USER_OPTIONS\" in [stage-a]: \"COMMAND\" is operator-only",
+        "issue 11: USER_OPTIONS may not name COMMAND");
+    bad(S("a") "USER_OPTIONS = WEBHOOK_URL\n", NAME ":3: ", "\"WEBHOOK_URL\" is operator-only",
+        "issue 11: nor anything naming a URL");
+    bad(S("a") "USER_OPTIONS = NEXT\n", NAME ":3: ", "\"NEXT\" is operator-only", "issue 11: nor routing");
+    bad(S("a") "USER_OPTIONS = headers\n", NAME ":3: ", "\"headers\" is not an option name",
+        "issue 11: option names are upper case");
+    /* The same names as pgtap/18-settings-owner.sql. */
+    static const char *const operator_only[] = {
+        "API_KEY", "AUTHORIZATION", "BOUNCE_STAGE", "COMMAND", "CONDITION", "DB_PASSWORD", "ELSE", "FUSION",
+        "MAX_RUNTIME", "NEXT", "PARALLELISM", "PASS_CONNINFO", "PROGRAM", "SIGNING_SECRET", "SMTP_HOST", "THEN",
+        "TOKEN", "URL", "USER_OPTIONS", "WEBHOOK_URL", NULL};
+    static const char *const end_user[] = {"HEADERS", "MAX_LIFETIME", "TIMEOUT", "LANGUAGE", "SIGNATURE_TEXT", NULL};
+    for (const char *const *k = operator_only; *k; k++)
+        CHECK(conf_option_operator_only(*k), "issue 11: %s is operator-only", *k);
+    for (const char *const *k = end_user; *k; k++)
+        CHECK(!conf_option_operator_only(*k), "issue 11: %s may be allow-listed", *k);
+}
+
 int main(void)
 {
     test_defaults();
@@ -597,5 +631,6 @@ int main(void)
     test_big_file();
     test_default_path();
     test_shipped_example();
+    test_user_options();
     return unit_done();
 }

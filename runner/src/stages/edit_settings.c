@@ -8,10 +8,18 @@
  * permanently. Its body holds one change per line:
  *     STAGE OPTION = VALUE      set
  *     STAGE OPTION =            delete
- * with blank lines and "#" comments ignored. Each change is checked
- * against the configuration as `pepsi-runner settings set` checks it;
- * one bad line fails the message permanently, naming the line (D-114).
- * The changes and the advance are one call (pepsi.settings_apply, D-76).
+ * with blank lines and "#" comments ignored.
+ *
+ * What an end user may change (issue 11): only options on the target
+ * stage's allow-list (USER_OPTIONS, or what a built-in declares: never an
+ * option that runs code, names a URL, carries a credential or routes
+ * messages), each value checked as `pepsi-runner settings set` checks it;
+ * one refused line fails the message permanently, naming the line
+ * (D-114), and nothing of it is applied. Whose settings: the envelope
+ * sender's, and pepsi.settings_apply refuses in SQL unless the message's
+ * authenticated origin user owns that address (pepsi.user_address); the
+ * message then fails permanently too. The changes and the advance are
+ * one call (D-76).
  *
  * Needs the body for control messages only: fused behind a stage that
  * loaded none, it runs on the metadata of every other message and refuses
@@ -58,29 +66,30 @@ static char *trim(char *s)
     return s;
 }
 
-/* One line "STAGE OPTION = VALUE" into a change; -1 with why. */
+/* One line "STAGE OPTION = VALUE" into a change; -1 with why. Only what
+ * the stage's allow-list lets an end user set (USER_OPTIONS), for a set
+ * and a deletion alike (issue 11). */
 static int parse_line(struct pepsi_worker *w, char *line, json_t *changes, char *why, size_t cap)
 {
     char *eq = strchr(line, '=');
-    char stage[80], option[80];
+    char stage[80], option[80], rest[2];
     if (eq == NULL) {
         snprintf(why, cap, "expected STAGE OPTION = VALUE");
         return -1;
     }
     *eq = '\0';
     char *value = trim(eq + 1);
-    if (sscanf(line, "%79s %79s", stage, option) != 2) {
+    if (sscanf(line, "%79s %79s %1s", stage, option, rest) != 2) {
         snprintf(why, cap, "expected STAGE OPTION before \"=\"");
         return -1;
     }
-    if (*value) {
-        const struct conf *c = pepsi_worker_conf(w);
-        if (pepsi_check_setting(c, stage, option, value, program_of(c, stage), why, cap) != 0)
-            return -1;
-    }
+    const struct conf *c = pepsi_worker_conf(w);
+    if (pepsi_check_user_setting(c, stage, option, *value ? value : NULL, program_of(c, stage), why, cap) != 0)
+        return -1;
     json_t *one = json_pack("{ssss}", "stage", stage, "option", option);
     if (one == NULL || json_object_set_new(one, "value", *value ? json_string(value) : json_null()) != 0 ||
         json_array_append_new(changes, one) != 0) {
+        json_decref(one);
         snprintf(why, cap, "out of memory");
         return -1;
     }

@@ -29,6 +29,8 @@
 #include <unistd.h>
 
 static const char *const exec_keys[] = {"COMMAND", "HEADERS", NULL};
+/* What an end user's settings control message may set (issue 11): never COMMAND. */
+static const char *const exec_user_keys[] = {"HEADERS", NULL};
 
 struct exec_conf {
     const char *command;
@@ -293,6 +295,7 @@ const struct pepsi_stage_def stage_exec = {
     .fusion_default = false,  /* D-127 */
     .loads_body = true,
     .own_keys = exec_keys,
+    .user_keys = exec_user_keys,
     .setup = exec_setup,
     .run = exec_run,
     .teardown = exec_teardown,

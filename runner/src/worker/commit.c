@@ -28,6 +28,24 @@ static bool moved_on(const PGresult *res)
     return strcmp(code, "PX004") == 0 || strcmp(code, "PX005") == 0;
 }
 
+/* The database refused a settings change as not the sender's to make
+ * (issue 11): the message's fault, a permanent failure, not a host error. */
+static bool refused_by_policy(const PGresult *res)
+{
+    const char *code = pgerr_sqlstate(res);
+    return strcmp(code, "PX030") == 0 || strcmp(code, "PX031") == 0;
+}
+
+/* Fails the message permanently with the database's reason. */
+static PGresult *commit_refusal(struct pepsi_worker *s, const char *id, const PGresult *refusal)
+{
+    char reason[512];
+    snprintf(reason, sizeof reason, "stage %s: %s", s->stage, pgerr_message(s->core->conn, refusal));
+    log_warning(s->stage, "message %s refused: %s", id, reason);
+    const char *p[] = {id, s->stage, reason, "permanent", NULL};
+    return sdk_exec_prepared(s, "fail", 5, p);
+}
+
 static char *patch_text(const struct pepsi_outcome *out)
 {
     return out->state_patch ? json_dumps(out->state_patch, JSON_COMPACT) : NULL;
@@ -158,6 +176,17 @@ int sdk_commit(struct pepsi_worker *s, const char *row_stage, const char *id,
         if (moved_on(res)) {
             log_warning(s->stage, "message %s moved on before its result was written: %s", id,
                         pgerr_message(s->core->conn, res));
+        } else if (refused_by_policy(res)) {
+            PGresult *refusal = res;
+            res = commit_refusal(s, id, refusal);
+            PQclear(refusal);
+            status = sdk_trouble_status(s, res);
+            if (status == 0 && PQresultStatus(res) != PGRES_TUPLES_OK) {
+                log_error(s->stage, "cannot fail message %s: %s", id, pgerr_message(s->core->conn, res));
+                status = EXIT_IOERR;
+            } else if (status == 0) {
+                status = 1;
+            }
         } else {
             /* The database refused the result for another reason: a host
              * error, never the message's fault (D-103). */

@@ -146,6 +146,34 @@ int pepsi_check_setting(const struct conf *c, const char *stage, const char *key
     return check_one(&w, key, value, why, cap);
 }
 
+/* Whether key is on the end-user allow-list of section (issue 11). */
+static bool user_may_set(const struct stage_conf *section, const struct pepsi_stage_def *builtin,
+                         const char *key)
+{
+    if (conf_option_operator_only(key))
+        return false;
+    bool declared = builtin && in_list(builtin->user_keys, key);
+    if (section->user_options)
+        return conf_list_has(section->user_options, key) && (builtin == NULL || declared);
+    return declared;
+}
+
+int pepsi_check_user_setting(const struct conf *c, const char *stage, const char *key, const char *value,
+                             const struct pepsi_stage_def *builtin, char *why, size_t cap)
+{
+    const struct stage_conf *section = conf_stage(c, stage);
+    if (section == NULL) {
+        snprintf(why, cap, "there is no stage \"%s\"", stage);
+        return -1;
+    }
+    if (!user_may_set(section, builtin, key)) {
+        snprintf(why, cap, "option \"%s\" of stage \"%s\" cannot be set by a settings control message "
+                           "(USER_OPTIONS; an operator sets it with pepsi-runner settings set)", key, stage);
+        return -1;
+    }
+    return value ? pepsi_check_setting(c, stage, key, value, builtin, why, cap) : 0;
+}
+
 /* ---- the split (D-124, D-125) ---- */
 
 /* Whether two override objects (NULL for none) are the same settings. */

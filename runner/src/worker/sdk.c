@@ -369,6 +369,25 @@ static int serve_ids(struct pepsi_worker *w)
 
 /* ---- start-up ---- */
 
+/* A built-in's USER_OPTIONS may only narrow what it declares (issue 11). */
+static int check_user_options(struct pepsi_worker *w)
+{
+    char name[256];
+    for (const char *at = w->section->user_options; at && *at;) {
+        if (conf_list_next(&at, name, sizeof name) == 0)
+            break;
+        bool declared = false;
+        for (const char *const *k = w->def->user_keys; k && *k && !declared; k++)
+            declared = strcmp(*k, name) == 0;
+        if (!declared) {
+            log_error(w->stage, "%s: key \"USER_OPTIONS\" in [stage-%s]: pepsi-stage-%s does not let end users "
+                      "set \"%s\"", w->core->conf.path, w->stage, w->def->program, name);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 int sdk_check_own_keys(struct pepsi_worker *w)
 {
     for (size_t i = 0; i < w->section->n_own; i++) {
@@ -382,7 +401,7 @@ int sdk_check_own_keys(struct pepsi_worker *w)
             return -1;
         }
     }
-    return 0;
+    return check_user_options(w);
 }
 
 /* Reads the configuration file (its [pepsi-postgres] tells where the

@@ -73,6 +73,12 @@ struct pepsi_stage_def {
                                         run() sees only id, stage and an empty state */
     bool fusion_default;             /* FUSION when the section does not say (D-127) */
     const char *const *own_keys;     /* its own [stage-*] keys, NULL-terminated; others refuse */
+    const char *const *user_keys;    /* of those, what an end user's settings control message may
+                                        set per address (issue 11): an explicit allow-list,
+                                        NULL-terminated; NULL allows nothing. A section's
+                                        USER_OPTIONS may narrow it, never widen it. Never a key
+                                        that runs code, names a URL, carries a credential or
+                                        routes messages (conf_option_operator_only). */
     /* Checks the section once at start; -1 with a message refuses (78). */
     int (*setup)(struct pepsi_worker *w, char *err, size_t errlen);
     /* Runs the stage on one message; fills *out (zeroed, kind ADVANCE). */
@@ -108,6 +114,15 @@ const char *pepsi_option(const struct pepsi_worker *w, const struct pepsi_messag
  * why. `pepsi-runner settings set` asks before writing (D-114). */
 int pepsi_check_setting(const struct conf *c, const char *stage, const char *key, const char *value,
                         const struct pepsi_stage_def *builtin, char *why, size_t cap);
+
+/* Whether an end user may set OPTION per address for stage (of c, whose
+ * PROGRAM is builtin, or NULL) with a settings control message: the
+ * option must be on the stage's allow-list (the section's USER_OPTIONS;
+ * without it, builtin's user_keys, or nothing for a program of its own)
+ * and not operator-only; a value (NULL: a deletion) must then pass
+ * pepsi_check_setting. 0, or -1 with why (issue 11). */
+int pepsi_check_user_setting(const struct conf *c, const char *stage, const char *key, const char *value,
+                             const struct pepsi_stage_def *builtin, char *why, size_t cap);
 
 /* The built-in stages a worker may fuse (D-126, D-128): the multi-call
  * binary registers, before pepsi_worker_main, how to find the built-in
