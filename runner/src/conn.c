@@ -9,18 +9,47 @@
 #include <string.h>
 #include <time.h>
 
-/* The advisory lock's first key: "peps"; the second is the owner slot. */
-#define DISPATCH_LOCK_CLASS "1885696115"
+#define DISPATCH_LOCK_CLASS DISPATCH_LOCK_CLASS_SQL
+
+/* The parameters every pepsi connection uses: conninfo expanded as
+ * dbname, a connect timeout in whole seconds and a default
+ * application_name. */
+#define CONN_PARAMS(conninfo, timeout_ms, app)                                                      \
+    char timeout[32];                                                                              \
+    /* libpq counts whole seconds, and treats 1 as 2. */                                           \
+    snprintf(timeout, sizeof timeout, "%lld", (long long)((timeout_ms) < 2000 ? 2 : (timeout_ms) / 1000)); \
+    const char *keys[] = {"dbname", "connect_timeout", "fallback_application_name", NULL};         \
+    const char *vals[] = {(conninfo) ? (conninfo) : "", timeout, (app), NULL}
+
+bool conn_error_is_overload(const char *msg)
+{
+    /* The server refuses before a session exists, so there is no
+     * SQLSTATE to read; its message is the only sign of 53300. */
+    return msg && (strstr(msg, "too many clients") || strstr(msg, "too many connections") ||
+                   strstr(msg, "connection slots are reserved"));
+}
+
+void conn_error_line(const char *msg, char *out, size_t cap)
+{
+    snprintf(out, cap, "%s", msg ? msg : "");
+    size_t n = strlen(out);
+    while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == ' '))
+        out[--n] = '\0';
+    for (char *p = out; *p; p++)
+        if (*p == '\n' || *p == '\t' || *p == '\r')
+            *p = ' ';
+}
+
+PGconn *conn_start(const char *conninfo, int64_t timeout_ms, const char *app)
+{
+    CONN_PARAMS(conninfo, timeout_ms, app);
+    return PQconnectStartParams(keys, vals, 1);
+}
 
 PGconn *conn_open(const char *conninfo, int64_t timeout_ms, const char *app,
                   const char *component, bool *overload)
 {
-    char timeout[32];
-    /* libpq counts whole seconds, and treats 1 as 2. */
-    snprintf(timeout, sizeof timeout, "%lld", (long long)(timeout_ms < 2000 ? 2 : timeout_ms / 1000));
-    const char *keys[] = {"dbname", "connect_timeout", "fallback_application_name", NULL};
-    const char *vals[] = {conninfo ? conninfo : "", timeout, app, NULL};
-
+    CONN_PARAMS(conninfo, timeout_ms, app);
     if (overload)
         *overload = false;
     PGconn *c = PQconnectdbParams(keys, vals, 1);
@@ -30,16 +59,10 @@ PGconn *conn_open(const char *conninfo, int64_t timeout_ms, const char *app,
     }
     if (PQstatus(c) != CONNECTION_OK) {
         const char *msg = PQerrorMessage(c);
-        /* The server refuses before a session exists, so there is no
-         * SQLSTATE to read; its message is the only sign of 53300. */
-        if (overload && (strstr(msg, "too many clients") || strstr(msg, "too many connections") ||
-                         strstr(msg, "connection slots are reserved")))
-            *overload = true;
+        if (overload)
+            *overload = conn_error_is_overload(msg);
         char oneline[512];
-        snprintf(oneline, sizeof oneline, "%s", msg);
-        for (char *p = oneline; *p; p++)
-            if (*p == '\n')
-                *p = ' ';
+        conn_error_line(msg, oneline, sizeof oneline);
         log_error(component, "cannot connect to the database: %s", oneline);
         PQfinish(c);
         return NULL;

@@ -5,6 +5,7 @@
 
 #include <libpq-fe.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* Connects with conninfo (a libpq key=value string or URI; "" means
@@ -14,8 +15,23 @@
 PGconn *conn_open(const char *conninfo, int64_t timeout_ms, const char *app,
                   const char *component, bool *overload);
 
+/* Starts a non-blocking connect with the same parameters (see aconn.h);
+ * NULL when libpq cannot allocate one. */
+PGconn *conn_start(const char *conninfo, int64_t timeout_ms, const char *app);
+
+/* Whether a connection error says the server has no connection slot left
+ * (53300, said before a session exists, so only in the text). */
+bool conn_error_is_overload(const char *msg);
+
+/* A libpq error message on one line, without its trailing newline. */
+void conn_error_line(const char *msg, char *out, size_t cap);
+
 /* Runs a statement that returns no rows of interest. 0, or -1 (logged). */
 int conn_exec(PGconn *c, const char *sql, const char *component);
+
+/* The dispatcher lock's first key, "peps" as an int4; the second is the
+ * owner slot (D-14). */
+#define DISPATCH_LOCK_CLASS_SQL "1885696115"
 
 /* The dispatcher lock of an owner slot (D-14): a session-level advisory
  * lock. Tries once; 1 when taken, 0 when another session holds it, -1 on

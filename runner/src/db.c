@@ -1,6 +1,7 @@
 /* db.c — see db.h. */
 #include "db.h"
 
+#include "conn.h"
 #include "log.h"
 #include "pgerr.h"
 #include "util.h"
@@ -184,8 +185,10 @@ static void db_send_next(struct db *db)
     struct db_op *op = queue_take_runnable(db);
     if (op == NULL)
         return;
-    if (!PQsendQueryParams(db->conn, op->sql, op->n, NULL, (const char *const *)op->params,
-                           NULL, NULL, 0)) {
+    int sent = (op->flags & DB_MULTI) && op->n == 0
+                   ? PQsendQuery(db->conn, op->sql)
+                   : PQsendQueryParams(db->conn, op->sql, op->n, NULL, (const char *const *)op->params, NULL, NULL, 0);
+    if (!sent) {
         log_warning("db", "cannot send a query: %s", PQerrorMessage(db->conn));
         queue_push_front(db, op);
         db_disconnect(db, true);
@@ -200,7 +203,9 @@ static void db_send_next(struct db *db)
 
 static void db_lost(struct db *db)
 {
-    log_warning("db", "lost the database connection: %s", PQerrorMessage(db->conn));
+    char why[512];
+    conn_error_line(PQerrorMessage(db->conn), why, sizeof why);
+    log_warning("db", "lost the database connection: %s", why);
     db_disconnect(db, true);
     if (db->hooks.lost)
         db->hooks.lost(db->hooks.arg);
@@ -247,10 +252,14 @@ static void db_read(struct db *db)
             db_complete(db);
             break;
         }
-        if (db->answer == NULL)
+        if (db->answer == NULL) {
             db->answer = res;
-        else
+        } else if (pgerr_classify(db->conn, res) != PGERR_NONE && pgerr_classify(db->conn, db->answer) == PGERR_NONE) {
+            PQclear(db->answer); /* of several statements, the first error is the answer */
+            db->answer = res;
+        } else {
             PQclear(res);
+        }
     }
     if (db->conn)
         db_read_notifies(db);

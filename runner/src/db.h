@@ -19,6 +19,8 @@ typedef void (*db_cb)(struct db *db, PGresult *res, void *arg);
 enum db_flags {
     DB_RESEND = 1,     /* on connection loss keep the query and send it again after reconnect */
     DB_UNGATED = 2,    /* may run while the gate is closed (connection set-up queries) */
+    DB_MULTI = 4,      /* several statements, no parameters (the simple protocol); the answer is
+                          the first statement's result, a later error replaces it */
 };
 
 struct db_hooks {

@@ -11,6 +11,7 @@
  *    queued on the same connection and resent after a reconnect (D-20). */
 #include "dispatch.h"
 
+#include "aconn.h"
 #include "claim.h"
 #include "conn.h"
 #include "db.h"
@@ -68,7 +69,8 @@ struct runner {
     bool claim_inflight;
     bool heartbeat_due;            /* the next claim also releases due paused rows */
     char claim_token[40];          /* p_now of the claim in flight */
-    char lost_claim[40];           /* a claim whose answer was lost: give it back on reconnect */
+    char (*lost_claims)[40];       /* claims whose answer was lost: given back after reconnecting */
+    size_t n_lost_claims;
     uint64_t paused_due_ms;        /* when paused_timer fires, 0 when idle */
     bool answers_since_sweep;      /* a worker may have paused a message since */
 
@@ -83,6 +85,7 @@ struct runner {
     bool reload_again;             /* config_changed arrived during a reload */
 
     int reconnect_delay_ms;
+    struct aconn *connecting;      /* a reconnect under way, or NULL */
     uint64_t lock_lost_since_ms;   /* reconnects that found the lock taken */
 
     bool shutting_down;
@@ -402,7 +405,8 @@ static void claim_done(struct db *db, PGresult *res, void *arg)
     if (res == NULL) {
         /* The claim may have committed without our reading it: remember
          * its token, give its rows back after reconnecting. */
-        snprintf(r->lost_claim, sizeof r->lost_claim, "%s", r->claim_token);
+        r->lost_claims = xrealloc(r->lost_claims, (r->n_lost_claims + 1) * sizeof *r->lost_claims);
+        snprintf(r->lost_claims[r->n_lost_claims++], sizeof r->lost_claims[0], "%s", r->claim_token);
         return;
     }
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
@@ -843,81 +847,160 @@ static void db_lost_cb(void *arg)
     schedule_reconnect(r);
 }
 
+/* ---- reconnecting without blocking the loop (issue 12) ---- */
+
+struct unclaim_ctx {
+    struct runner *r;
+    char token[40];
+};
+
+/* Forgets a lost claim once it has been given back. */
+static void lost_claim_forget(struct runner *r, const char *token)
+{
+    for (size_t i = 0; i < r->n_lost_claims; i++) {
+        if (strcmp(r->lost_claims[i], token) != 0)
+            continue;
+        memmove(&r->lost_claims[i], &r->lost_claims[i + 1], (r->n_lost_claims - i - 1) * sizeof r->lost_claims[0]);
+        r->n_lost_claims--;
+        return;
+    }
+}
+
 static void unclaim_done(struct db *db, PGresult *res, void *arg)
 {
-    struct runner *r = arg;
-    if (res == NULL)
+    struct unclaim_ctx *uc = arg;
+    struct runner *r = uc->r;
+    if (res == NULL) {
+        free(uc); /* kept in the list: the next reconnect tries again */
         return;
+    }
     if (PQresultStatus(res) == PGRES_TUPLES_OK) {
-        log_notice(COMPONENT, "gave back %s message(s) of a claim whose answer was lost",
-                   PQgetvalue(res, 0, 0));
-        r->lost_claim[0] = '\0';
+        log_notice(COMPONENT, "gave back %s message(s) of a claim whose answer was lost", PQgetvalue(res, 0, 0));
+        lost_claim_forget(r, uc->token);
     } else {
         log_error(COMPONENT, "cannot give back a lost claim: %s", pgerr_message(db->conn, res));
     }
     PQclear(res);
+    free(uc);
 }
 
-/* Blocking set-up of a new coordinator connection after a loss: the lock
- * first (another dispatcher may have taken the slot meanwhile), then
- * LISTEN. Returns the connection or NULL. */
-static PGconn *reconnect_setup(struct runner *r, bool *lock_taken)
+/* Gives back every claim whose answer was lost, before any new claim. */
+static void unclaim_lost(struct runner *r)
 {
-    *lock_taken = false;
-    PGconn *c = conn_open(r->conf->conninfo, 3000, "pepsi-runner", COMPONENT, NULL);
-    if (c == NULL)
-        return NULL;
-    int got = conn_try_dispatch_lock(c, r->conf->owner_slot);
-    if (got != 1) {
-        *lock_taken = got == 0;
-        PQfinish(c);
-        return NULL;
+    for (size_t i = 0; i < r->n_lost_claims; i++) {
+        struct unclaim_ctx *uc = xcalloc(1, sizeof *uc);
+        uc->r = r;
+        snprintf(uc->token, sizeof uc->token, "%s", r->lost_claims[i]);
+        const char *params[] = {uc->token};
+        db_query(&r->db, "select pepsi.workqueue_unclaim($1::timestamptz)", 1, params, DB_UNGATED, unclaim_done, uc);
     }
-    if (conn_exec(c, LISTEN_SQL, COMPONENT) != 0) {
-        PQfinish(c);
-        return NULL;
-    }
-    return c;
 }
 
-static void reconnect_cb(uv_timer_t *t)
+/* The set-up failed on the new connection: drop it and try again later. */
+static void reconnect_again(struct runner *r)
 {
-    struct runner *r = t->data;
-    bool lock_taken;
-    if (r->shutting_down)
-        return;
-    PGconn *c = reconnect_setup(r, &lock_taken);
-    if (c == NULL) {
-        if (lock_taken) {
-            uint64_t now = now_ms();
-            if (r->lock_lost_since_ms == 0)
-                r->lock_lost_since_ms = now;
-            if (now >= r->lock_lost_since_ms + (uint64_t)r->conf->lock_wait_ms) {
-                log_error(COMPONENT, "another dispatcher took owner slot %d while the connection was "
-                          "down; stopping this one", r->conf->owner_slot);
-                begin_shutdown(r, 1, true);
-                return;
-            }
-        }
-        schedule_reconnect(r);
-        return;
-    }
+    db_disconnect(&r->db, true);
+    schedule_reconnect(r);
+}
+
+/* The new connection holds the lock and listens: the lost claims go back
+ * first, then everything waiting runs and the loop catches up. */
+static void reconnect_finished(struct runner *r)
+{
     r->lock_lost_since_ms = 0;
-    if (db_attach(&r->db, c) != 0) {
-        schedule_reconnect(r);
-        return;
-    }
     log_notice(COMPONENT, "reconnected to the database");
-    if (r->lost_claim[0]) {
-        const char *params[] = {r->lost_claim};
-        db_query(&r->db, "select pepsi.workqueue_unclaim($1::timestamptz)", 1, params, DB_UNGATED,
-                 unclaim_done, r);
-    }
+    unclaim_lost(r);
     db_open_gate(&r->db);
     release_paused(r);
     control_signals_check(&r->ctl, NULL); /* one may have been missed while disconnected */
     r->heartbeat_due = true;
     wake(r); /* a reconnect is a wake-up (D-36) */
+}
+
+static void listen_done(struct db *db, PGresult *res, void *arg)
+{
+    struct runner *r = arg;
+    if (res == NULL)
+        return; /* lost again: db_lost_cb schedules the next attempt */
+    bool ok = PQresultStatus(res) == PGRES_COMMAND_OK;
+    if (!ok)
+        log_error(COMPONENT, "LISTEN failed on the new connection: %s", pgerr_message(db->conn, res));
+    PQclear(res);
+    if (ok)
+        reconnect_finished(r);
+    else
+        reconnect_again(r);
+}
+
+/* Another session took the slot while we were away (D-15): wait up to
+ * LOCK_WAIT for it, then give up. */
+static void relock_refused(struct runner *r)
+{
+    uint64_t now = now_ms();
+    if (r->lock_lost_since_ms == 0)
+        r->lock_lost_since_ms = now;
+    if (now >= r->lock_lost_since_ms + (uint64_t)r->conf->lock_wait_ms) {
+        log_error(COMPONENT, "another dispatcher or session took owner slot %d while the connection was down; "
+                  "stopping this one", r->conf->owner_slot);
+        db_disconnect(&r->db, false);
+        begin_shutdown(r, 1, true);
+        return;
+    }
+    reconnect_again(r);
+}
+
+static void relock_done(struct db *db, PGresult *res, void *arg)
+{
+    struct runner *r = arg;
+    if (res == NULL)
+        return;
+    bool ok = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1;
+    bool got = ok && strcmp(PQgetvalue(res, 0, 0), "t") == 0;
+    if (!ok)
+        log_error(COMPONENT, "cannot take the dispatcher lock again: %s", pgerr_message(db->conn, res));
+    PQclear(res);
+    if (got)
+        db_query(&r->db, LISTEN_SQL, 0, NULL, DB_UNGATED | DB_MULTI, listen_done, r);
+    else if (ok)
+        relock_refused(r);
+    else
+        reconnect_again(r);
+}
+
+static void reconnected_cb(PGconn *c, const char *why, bool overload, void *arg)
+{
+    struct runner *r = arg;
+    (void)overload;
+    r->connecting = NULL;
+    if (c == NULL) {
+        log_warning(COMPONENT, "cannot reconnect to the database: %s; trying again in %d ms", why,
+                    r->reconnect_delay_ms);
+        schedule_reconnect(r);
+        return;
+    }
+    if (db_attach(&r->db, c) != 0) {
+        schedule_reconnect(r);
+        return;
+    }
+    /* The lock first: another dispatcher may have taken the slot (D-14). */
+    char slot[16];
+    snprintf(slot, sizeof slot, "%d", r->conf->owner_slot);
+    const char *params[] = {slot};
+    db_query(&r->db, "select pg_try_advisory_lock(" DISPATCH_LOCK_CLASS_SQL ", $1::int)", 1, params, DB_UNGATED,
+             relock_done, r);
+}
+
+static void reconnect_cb(uv_timer_t *t)
+{
+    struct runner *r = t->data;
+    if (r->shutting_down || r->connecting || db_connected(&r->db))
+        return;
+    r->connecting = aconn_start(r->loop, r->conf->conninfo, r->conf->connect_timeout_ms, "pepsi-runner",
+                                reconnected_cb, r);
+    if (r->connecting == NULL) {
+        log_error(COMPONENT, "cannot start a connection attempt; trying again in %d ms", r->reconnect_delay_ms);
+        schedule_reconnect(r);
+    }
 }
 
 /* ---- shutdown (D-08) ---- */
@@ -980,6 +1063,8 @@ static void begin_shutdown(struct runner *r, int code, bool kill_now)
         uv_timer_stop(&r->heartbeat);
         uv_timer_stop(&r->paused_timer);
         uv_timer_stop(&r->reconnect_timer);
+        aconn_cancel(r->connecting);
+        r->connecting = NULL;
         uv_timer_stop(&r->reload_timer);
         reconcile_stop(&r->recon);
     }
@@ -1129,6 +1214,7 @@ static void runner_teardown(struct runner *r)
         stagetab_free(t);
     }
     claimer_free(r->claimer);
+    free(r->lost_claims);
 }
 
 int dispatch_serve(struct conf *conf, const char *config_path, const char *self_dir)
