@@ -238,20 +238,28 @@ security definer
 set search_path = pg_catalog, pepsi, pg_temp
 as $$
 -- Snapshots the counters of stage_stats (summed over owner slots) and
--- ingress_stats (summed over instances) at p_now, and forgets snapshots
--- older than two days. Tables: anomaly_sample; stage_stats, ingress_stats (read).
+-- ingress_stats (summed over instances) at p_now, each only when it
+-- differs from its latest snapshot, so that an idle queue writes nothing
+-- (D-139, issue 12; anomaly_delta reads an unchanged counter's latest
+-- snapshot as it is), and forgets snapshots older than two days.
+-- Tables: anomaly_sample; stage_stats, ingress_stats (read).
     insert into pepsi.anomaly_sample (source, counter, subject, sampled_at, value)
-    select 'stage', c.counter, s.stage, p_now, c.value
-      from (select t.stage, sum(t.stages_executed)::bigint as executed, sum(t.failed)::bigint as failed,
-                   sum(t.strikes)::bigint as strikes, sum(t.tempfailed)::bigint as tempfailed
-              from pepsi.stage_stats t group by t.stage) s
-     cross join lateral (values ('stages_executed', s.executed), ('failed', s.failed), ('strikes', s.strikes),
-                                ('tempfailed', s.tempfailed)) as c(counter, value)
-    union all
-    select 'ingress', case when i.counter like 'rejected.%' then 'rejected' else i.counter end,
-           case when i.counter like 'rejected.%' then substr(i.counter, 10) else 'all' end, p_now, sum(i.value)::bigint
-      from pepsi.ingress_stats i
-     group by i.counter
+    select n.source, n.counter, n.subject, p_now, n.value
+      from (select 'stage'::text as source, c.counter, s.stage as subject, c.value
+              from (select t.stage, sum(t.stages_executed)::bigint as executed, sum(t.failed)::bigint as failed,
+                           sum(t.strikes)::bigint as strikes, sum(t.tempfailed)::bigint as tempfailed
+                      from pepsi.stage_stats t group by t.stage) s
+             cross join lateral (values ('stages_executed', s.executed), ('failed', s.failed), ('strikes', s.strikes),
+                                        ('tempfailed', s.tempfailed)) as c(counter, value)
+            union all
+            select 'ingress', case when i.counter like 'rejected.%' then 'rejected' else i.counter end,
+                   case when i.counter like 'rejected.%' then substr(i.counter, 10) else 'all' end, sum(i.value)::bigint
+              from pepsi.ingress_stats i
+             group by i.counter) n
+     where n.value is distinct from (select l.value from pepsi.anomaly_sample l
+                                      where l.source = n.source and l.counter = n.counter and l.subject = n.subject
+                                        and l.sampled_at <= p_now
+                                      order by l.sampled_at desc limit 1)
     on conflict on constraint anomaly_sample_pkey do nothing;
     delete from pepsi.anomaly_sample s where s.sampled_at < p_now - interval '2 days';
 $$;
@@ -348,21 +356,39 @@ create unique index anomaly_signal_open_key on pepsi.anomaly_signal (check_name)
 
 -- ---- evaluation ----
 
-create function pepsi.anomaly_refresh()
-returns void
+create function pepsi.anomaly_refresh(p_view text default null)
+returns boolean
 language plpgsql
 security definer
 set search_path = pg_catalog, pepsi, pg_temp
 as $$
 -- Refreshes the checks' materialized views, CONCURRENTLY (W-38): readers
--- of the old contents are not blocked, and only a second refresh of the
--- same view waits. anomaly_event_mv first: anomaly_orphan_mv reads it.
+-- of the old contents are not blocked. p_view names one of them
+-- (anomaly_event_mv, anomaly_queue_mv, anomaly_orphan_mv, anomaly_gap_mv);
+-- NULL refreshes all four, anomaly_event_mv first (anomaly_orphan_mv
+-- reads it). The runner's maintenance refreshes one view per statement,
+-- so that no transaction of it holds the xmin horizon back for the whole
+-- suite (issue 12). A view another session is refreshing is skipped
+-- (advisory try-lock 1885696115, -10 - n, transaction-level): returns
+-- false when any was. Raises PX003 for an unknown view.
 -- Tables: the four anomaly_*_mv.
+declare
+    v_views constant text[] := array['anomaly_event_mv', 'anomaly_queue_mv', 'anomaly_orphan_mv', 'anomaly_gap_mv'];
+    v_all boolean := true;
 begin
-    refresh materialized view concurrently pepsi.anomaly_event_mv;
-    refresh materialized view concurrently pepsi.anomaly_queue_mv;
-    refresh materialized view concurrently pepsi.anomaly_orphan_mv;
-    refresh materialized view concurrently pepsi.anomaly_gap_mv;
+    if p_view is not null and not p_view = any(v_views) then
+        raise exception 'unknown anomaly view "%"', p_view
+            using errcode = 'PX003', hint = 'One of ' || array_to_string(v_views, ', ') || '.';
+    end if;
+    for i in 1 .. cardinality(v_views) loop
+        continue when p_view is not null and v_views[i] <> p_view;
+        if pg_try_advisory_xact_lock(1885696115, -10 - i) then
+            execute format('refresh materialized view concurrently pepsi.%I', v_views[i]);
+        else
+            v_all := false;
+        end if;
+    end loop;
+    return v_all;
 end
 $$;
 
@@ -458,7 +484,7 @@ begin
         return;
     end if;
     if coalesce(p_refresh, true) then
-        perform pepsi.anomaly_refresh();
+        perform pepsi.anomaly_refresh(null);
     end if;
     perform pepsi.anomaly_sample_take(p_now);
     for v_check in select c.name, c.severity from pepsi.anomaly_check c order by c.name loop
@@ -470,7 +496,11 @@ begin
         on conflict on constraint anomaly_state_pkey do update
            set state = excluded.state, value = excluded.value, subject = excluded.subject,
                detail = excluded.detail, evaluated_at = excluded.evaluated_at,
-               since = case when s.state = excluded.state then s.since else excluded.since end;
+               since = case when s.state = excluded.state then s.since else excluded.since end
+         -- An unchanged result writes nothing (D-139): evaluated_at is
+         -- when the check's result last changed.
+         where (s.state, s.value, s.subject, s.detail)
+               is distinct from (excluded.state, excluded.value, excluded.subject, excluded.detail);
         if v_res.state = 'firing' and not (v_had and v_old.state = 'firing') then
             insert into pepsi.anomaly_signal (check_name, severity, raised_at, value, last_value, subject, detail)
             values (v_check.name, v_check.severity, p_now, v_res.value, v_res.value, v_res.subject, v_res.detail)
@@ -478,7 +508,8 @@ begin
             v_started := true;
         elsif v_res.state = 'firing' then
             update pepsi.anomaly_signal g set last_value = v_res.value, subject = v_res.subject, detail = v_res.detail
-             where g.check_name = v_check.name and g.cleared_at is null;
+             where g.check_name = v_check.name and g.cleared_at is null
+               and (g.last_value, g.subject, g.detail) is distinct from (v_res.value, v_res.subject, v_res.detail);
         elsif v_had and v_old.state = 'firing' then
             update pepsi.anomaly_signal g set cleared_at = p_now
              where g.check_name = v_check.name and g.cleared_at is null;
@@ -674,8 +705,10 @@ insert into pepsi.anomaly_check (name, family, reads, unit, min_value, max_value
  $m$select g.provider, g.failed_backfills from pepsi.anomaly_gap_mv g$m$),
 -- health
 ('reconcile_staleness', 'health', 'live', 's', null, 1800, 'warning',
- 'Time since the last reconciliation pass finished (RECONCILE_INTERVAL is 5 minutes by default).',
- $m$select 'reconcile', extract(epoch from $1 - max(r.finished_at)) from pepsi.reconcile_runs r
+ 'Time since the last reconciliation pass finished (RECONCILE_INTERVAL is 5 minutes by default), while there is something a pass has not seen: 0 when the data has not changed since (scheduled passes then skip, D-139).',
+ $m$select 'reconcile', case when pepsi.reconcile_unchanged() then 0
+                             else extract(epoch from $1 - max(r.finished_at)) end
+      from pepsi.reconcile_runs r
     having max(r.finished_at) is not null$m$),
 ('dead_tuple_ratio', 'health', 'live', 'ratio', null, 0.5, 'warning',
  'Dead row versions per table of the queue (workqueue, workqueue_body, webhook_events) with at least 1000 rows: autovacuum is behind.',
@@ -696,8 +729,11 @@ insert into pepsi.anomaly_check (name, family, reads, unit, min_value, max_value
  $m$select 'connections', count(*)::numeric / current_setting('max_connections')::int
       from pg_catalog.pg_stat_activity a where a.backend_type = 'client backend'$m$),
 ('stats_freshness', 'health', 'live', 's', null, 300, 'critical',
- 'Time since each owner slot''s dispatcher last wrote its statistics (every STATS_INTERVAL, heartbeat claims included): is a dispatcher alive?',
- $m$select 'owner slot ' || d.owner_slot, extract(epoch from $1 - d.updated_at) from pepsi.dispatch_stats d$m$),
+ 'While messages wait (pending), the time since each owner slot''s dispatcher last wrote its statistics (every STATS_INTERVAL while it claims): is a dispatcher working? An idle queue reads 0, since an idle dispatcher writes nothing (D-139).',
+ $m$select 'owner slot ' || d.owner_slot,
+           case when exists (select 1 from pepsi.workqueue w where w.status = 'pending')
+                then extract(epoch from $1 - d.updated_at) else 0 end
+      from pepsi.dispatch_stats d$m$),
 ('dispatcher_lock', 'health', 'live', 'dispatchers', 1, null, 'critical',
  'Dispatcher locks held in this database (advisory lock 1885696115, owner slot): none means no runner is serving.',
  $m$select 'dispatchers', count(*) from pg_catalog.pg_locks l
@@ -711,12 +747,13 @@ revoke all on table pepsi.ingress_stats, pepsi.anomaly_event_mv, pepsi.anomaly_q
 revoke all on function pepsi.ingress_stats_flush(text, jsonb, timestamptz) from public;
 revoke all on function pepsi.anomaly_sample_take(timestamptz) from public;
 revoke all on function pepsi.anomaly_delta(text, text, interval, timestamptz) from public;
-revoke all on function pepsi.anomaly_refresh() from public;
+revoke all on function pepsi.anomaly_refresh(text) from public;
 revoke all on function pepsi.anomaly_evaluate(text, timestamptz) from public;
 revoke all on function pepsi.anomaly_run(timestamptz, boolean) from public;
 revoke all on function pepsi.anomaly_check_set(text, jsonb) from public;
 grant execute on function pepsi.ingress_stats_flush(text, jsonb, timestamptz) to pepsi_ingress;
 grant execute on function pepsi.anomaly_run(timestamptz, boolean) to pepsi_runner;
+grant execute on function pepsi.anomaly_refresh(text) to pepsi_runner;
 grant select on pepsi.ingress_stats, pepsi.anomaly_event_mv, pepsi.anomaly_queue_mv, pepsi.anomaly_orphan_mv,
                 pepsi.anomaly_gap_mv, pepsi.anomaly_sample, pepsi.anomaly_check, pepsi.anomaly_state,
                 pepsi.anomaly_signal to pepsi_reader;

@@ -189,7 +189,8 @@ create table pepsi.reconcile_runs (
     started_at  timestamptz not null,
     finished_at timestamptz,
     duration_ms numeric,
-    findings    int not null default 0
+    findings    int not null default 0,
+    stamp       bigint
 );
 
 comment on table pepsi.reconcile_runs is
@@ -633,9 +634,40 @@ as $$
        and not exists (select 1 from pepsi.reconcile_findings f where f.run_id = r.run_id);
 $$;
 
+create function pepsi.reconcile_stamp()
+returns bigint
+language sql stable
+security definer
+set search_path = pg_catalog, pepsi, pg_temp
+as $$
+-- A number that moves whenever the data a reconciliation pass reads
+-- changes: the rows inserted, updated and deleted in those tables, from
+-- the cumulative statistics (which may lag a few seconds, so a change
+-- shows up at the latest one pass later; it never goes unseen).
+-- Tables: pg_stat_all_tables (read).
+    select coalesce(sum(s.n_tup_ins + s.n_tup_upd + s.n_tup_del), 0)::bigint
+      from pg_catalog.pg_stat_all_tables s
+     where s.schemaname = 'pepsi'
+       and s.relname in ('workqueue', 'workqueue_body', 'webhook_events', 'webhook_tombstones',
+                         'webhook_id_sequence', 'webhook_gaps', 'webhook_provider', 'reconcile_settings')
+$$;
+
+create function pepsi.reconcile_unchanged(p_stamp bigint default pepsi.reconcile_stamp())
+returns boolean
+language sql stable
+security definer
+set search_path = pg_catalog, pepsi, pg_temp
+as $$
+-- Whether a pass now would look at what the last one saw: the same stamp
+-- and no message running (a running row can become stuck by time alone).
+-- Tables: reconcile_runs, workqueue (read).
+    select coalesce((select r.stamp = p_stamp from pepsi.reconcile_runs r order by r.run_id desc limit 1), false)
+       and not exists (select 1 from pepsi.workqueue w where w.status = 'running')
+$$;
+
 create function pepsi.reconcile(p_now timestamptz default now(), p_trigger text default 'manual',
-                                p_limits jsonb default null)
-returns table (ran boolean, run_id bigint, findings int)
+                                p_limits jsonb default null, p_if_changed boolean default false)
+returns table (ran boolean, run_id bigint, findings int, unchanged boolean)
 language plpgsql
 security definer
 set search_path = pg_catalog, pepsi, pg_temp
@@ -651,7 +683,11 @@ as $$
 -- ({"stage": {"max_runtime_ms": N, "queue_limit": N}}). Passes are
 -- repeatable (W-28): what one misses (a row locked at the time, a batch
 -- cut off) the next one sees. The lock is released when the caller's
--- transaction ends.
+-- transaction ends. With p_if_changed (the runner's scheduled passes),
+-- a pass over data that has not changed since the last pass (the same
+-- pepsi.reconcile_stamp(), nothing running) is skipped without a write,
+-- returning (false, NULL, 0, true): an idle queue stays idle (D-139,
+-- issue 12); reconcile_staleness reads 0 meanwhile.
 -- Raises PX003 (no clock, unknown trigger, limits that are not such an
 -- object). Tables: reconcile_runs, reconcile_findings,
 -- reconcile_settings, workqueue, workqueue_body, webhook_events,
@@ -661,6 +697,7 @@ declare
     v_run bigint;
     v_n int := 0;
     v_t0 timestamptz := clock_timestamp();
+    v_stamp bigint;
 begin
     if p_now is null then
         raise exception 'p_now must not be null' using errcode = 'PX003';
@@ -677,11 +714,16 @@ begin
         raise exception 'limits must be {"<stage>": {"max_runtime_ms": N, "queue_limit": N}}' using errcode = 'PX003';
     end if;
     if not pg_try_advisory_xact_lock(1885696115, -1) then
-        return query select false, null::bigint, 0;
+        return query select false, null::bigint, 0, false;
+        return;
+    end if;
+    v_stamp := pepsi.reconcile_stamp();
+    if coalesce(p_if_changed, false) and pepsi.reconcile_unchanged(v_stamp) then
+        return query select false, null::bigint, 0, true;
         return;
     end if;
     select * into v_s from pepsi.reconcile_settings;
-    insert into pepsi.reconcile_runs as r (trigger, started_at) values (p_trigger, p_now)
+    insert into pepsi.reconcile_runs as r (trigger, started_at, stamp) values (p_trigger, p_now, v_stamp)
     returning r.run_id into v_run;
 
     v_n := v_n + pepsi.reconcile_lost(v_run, p_now, v_s);
@@ -696,7 +738,7 @@ begin
            duration_ms = round((extract(epoch from clock_timestamp() - v_t0) * 1000)::numeric, 3),
            findings = v_n
      where r.run_id = v_run;
-    return query select true, v_run, v_n;
+    return query select true, v_run, v_n, false;
 end
 $$;
 
@@ -724,8 +766,10 @@ revoke all on function pepsi.reconcile_links(bigint, timestamptz, pepsi.reconcil
 revoke all on function pepsi.reconcile_digests(bigint, timestamptz, pepsi.reconcile_settings) from public;
 revoke all on function pepsi.reconcile_gaps(bigint, timestamptz, pepsi.reconcile_settings) from public;
 revoke all on function pepsi.reconcile_retention(timestamptz, pepsi.reconcile_settings) from public;
-revoke all on function pepsi.reconcile(timestamptz, text, jsonb) from public;
-grant execute on function pepsi.reconcile(timestamptz, text, jsonb) to pepsi_runner;
+revoke all on function pepsi.reconcile_stamp() from public;
+revoke all on function pepsi.reconcile_unchanged(bigint) from public;
+revoke all on function pepsi.reconcile(timestamptz, text, jsonb, boolean) from public;
+grant execute on function pepsi.reconcile(timestamptz, text, jsonb, boolean) to pepsi_runner;
 grant select on pepsi.reconcile_settings, pepsi.reconcile_runs, pepsi.reconcile_findings, pepsi.reconcile_open
     to pepsi_reader;
 

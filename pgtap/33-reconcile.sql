@@ -4,20 +4,37 @@
 -- (W-27) are tested end to end (runner/tests/e2e/recon-lock.t).
 
 begin;
-select plan(46);
+select plan(53);
 
-select has_function('pepsi', 'reconcile', array['timestamp with time zone', 'text', 'jsonb'],
-                    'W-20: reconcile(now, trigger, limits) exists');
-select ok(has_function_privilege('pepsi_runner', 'pepsi.reconcile(timestamptz, text, jsonb)', 'execute'),
+select has_function('pepsi', 'reconcile', array['timestamp with time zone', 'text', 'jsonb', 'boolean'],
+                    'W-20: reconcile(now, trigger, limits, if_changed) exists');
+select ok(has_function_privilege('pepsi_runner', 'pepsi.reconcile(timestamptz, text, jsonb, boolean)', 'execute'),
           'the runner may run passes');
-select ok(pg_get_functiondef('pepsi.reconcile(timestamptz, text, jsonb)'::regprocedure) ~* 'pg_try_advisory_xact_lock\(1885696115, -1\)',
-          'W-26: a pass starts with a try-lock on an advisory lock (transaction-level)');
 select throws_ok($$select * from pepsi.reconcile(null)$$, 'PX003', null, 'PX003: no clock');
 select throws_ok($$select * from pepsi.reconcile(now(), 'cron')$$, 'PX003', null, 'PX003: an unknown trigger');
 select throws_ok($$select * from pepsi.reconcile(now(), 'manual', '{"a": 5}')$$, 'PX003', null, 'PX003: limits of the wrong shape');
 
 select pepsi.webhook_provider_add('acme', 'standard-webhooks', '{whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw}', 'deliver', 'hooks');
 select pepsi.webhook_provider_add('pull', 'github', '{s}');
+
+-- Idle means idle (D-139, issue 12): a scheduled pass over unchanged data
+-- is skipped without a write; a message running is reason enough to look.
+select results_eq($$select ran, findings, unchanged from pepsi.reconcile(now(), 'schedule', null, true)$$,
+                  $$values (true, 0, false)$$, 'the first pass runs');
+select is((select count(*)::int from pepsi.reconcile_runs), 1, 'and is recorded');
+select results_eq($$select ran, run_id, findings, unchanged from pepsi.reconcile(now(), 'schedule', null, true)$$,
+                  $$values (false, null::bigint, 0, true)$$, 'D-139: the next one over unchanged data is skipped');
+select is((select count(*)::int from pepsi.reconcile_runs), 1, 'D-139: without writing a run');
+select ok(pepsi.reconcile_unchanged(), 'reconcile_unchanged says so');
+select pepsi.workqueue_inject('r') as running_id \gset
+update pepsi.workqueue set status = 'running', claimed_at = now() where workqueue_id = :running_id;
+select ok(not pepsi.reconcile_unchanged(), 'a running message makes a pass worth running (it may become stuck by time alone)');
+select results_eq($$select ran, unchanged from pepsi.reconcile(now(), 'schedule', null, true)$$,
+                  $$values (true, false)$$, 'so it runs');
+select results_eq($$select ran, unchanged from pepsi.reconcile(now(), 'manual')$$, $$values (true, false)$$,
+                  'a pass without p_if_changed always runs');
+delete from pepsi.workqueue where workqueue_id = :running_id;
+delete from pepsi.reconcile_runs;
 
 -- A healthy pass finds nothing.
 select pepsi.webhook_event_ingest('acme', 'ok_1', 'fine'::bytea, '{}', now() - interval '1 hour');

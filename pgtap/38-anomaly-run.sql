@@ -4,7 +4,7 @@
 -- without a deploy, and the dashboard.
 
 begin;
-select plan(39);
+select plan(45);
 
 select cmp_ok((select count(*)::int from pepsi.anomaly_check), '>', 30, 'W-37: more than 30 named checks');
 select set_eq($$select distinct family from pepsi.anomaly_check$$, array['latency', 'referential', 'volume', 'health'],
@@ -27,9 +27,15 @@ select is((select count(*)::int from pg_matviews m
               and exists (select 1 from pg_index i where i.indrelid = format('pepsi.%I', m.matviewname)::regclass
                              and i.indisunique and i.indpred is null)), 4,
           'W-38: each has a unique index without a WHERE clause, as REFRESH ... CONCURRENTLY needs');
-select is((select count(*)::int from regexp_matches(pg_get_functiondef('pepsi.anomaly_refresh()'::regprocedure),
-                                                    'refresh materialized view concurrently', 'g')), 4,
-          'W-38: anomaly_refresh refreshes all four CONCURRENTLY');
+select pepsi.workqueue_inject('mv-probe');
+select is((select count(*)::int from pepsi.anomaly_queue_mv where stage = 'mv-probe'), 0, 'a view holds what it held');
+select is(pepsi.anomaly_refresh('anomaly_queue_mv'), true, 'issue 12: anomaly_refresh refreshes one view by name');
+select is((select messages::int from pepsi.anomaly_queue_mv where stage = 'mv-probe'), 1, 'and it holds the new row');
+select throws_ok($$select pepsi.anomaly_refresh('pg_class')$$, 'PX003', null, 'PX003: not one of the four views');
+select ok(has_function_privilege('pepsi_runner', 'pepsi.anomaly_refresh(text)', 'execute'),
+          'issue 12: the runner refreshes them one statement at a time');
+delete from pepsi.workqueue where stage = 'mv-probe';
+select pepsi.anomaly_refresh();
 select ok(has_function_privilege('pepsi_runner', 'pepsi.anomaly_run(timestamptz, boolean)', 'execute'),
           'the runner runs the suite');
 
@@ -51,6 +57,16 @@ select is((select count(*)::int from pepsi.anomaly_run(now()) where state = 'fir
 select is((select count(*)::int from pepsi.anomaly_state), (select count(*)::int from pepsi.anomaly_check),
           'every check has a state');
 select is((select count(*)::int from pepsi.anomaly_signal), 0, 'no signal');
+-- Idle means idle (D-139, issue 12): a run over an unchanged queue
+-- writes nothing, neither states nor counter snapshots.
+create temporary table idle_before as
+    select (select string_agg(ctid::text, ',' order by check_name) from pepsi.anomaly_state) as states,
+           (select count(*) from pepsi.anomaly_sample) as samples;
+select count(*) from pepsi.anomaly_run(now() + interval '10 seconds', false);
+select is((select string_agg(ctid::text, ',' order by check_name) from pepsi.anomaly_state),
+          (select states from idle_before), 'D-139: a run that changes no result rewrites no state row');
+select is((select count(*) from pepsi.anomaly_sample), (select samples from idle_before),
+          'D-139: nor snapshots a counter that did not move');
 
 -- A check starts firing: a signal, since when, changed.
 select pepsi.workqueue_inject('deliver', p_state => '{"webhook_event": 555555555}');

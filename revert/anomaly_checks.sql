@@ -5,7 +5,7 @@ begin;
 drop function pepsi.anomaly_check_set(text, jsonb);
 drop function pepsi.anomaly_run(timestamptz, boolean);
 drop function pepsi.anomaly_evaluate(text, timestamptz);
-drop function pepsi.anomaly_refresh();
+drop function pepsi.anomaly_refresh(text);
 drop table pepsi.anomaly_signal;
 drop table pepsi.anomaly_state;
 drop table pepsi.anomaly_check;

@@ -3,7 +3,9 @@
 begin;
 
 drop view pepsi.reconcile_open;
-drop function pepsi.reconcile(timestamptz, text, jsonb);
+drop function pepsi.reconcile(timestamptz, text, jsonb, boolean);
+drop function pepsi.reconcile_unchanged(bigint);
+drop function pepsi.reconcile_stamp();
 drop function pepsi.reconcile_retention(timestamptz, pepsi.reconcile_settings);
 drop function pepsi.reconcile_gaps(bigint, timestamptz, pepsi.reconcile_settings);
 drop function pepsi.reconcile_digests(bigint, timestamptz, pepsi.reconcile_settings);

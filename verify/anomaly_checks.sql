@@ -16,5 +16,6 @@ select 1 / (count(*) = 4)::int from pg_catalog.pg_indexes
 select 1 / pg_catalog.has_function_privilege('pepsi_runner', 'pepsi.anomaly_run(timestamptz, boolean)', 'execute')::int;
 select 'pepsi.anomaly_check_set(text, jsonb)'::regprocedure;
 select 'pepsi.anomaly_evaluate(text, timestamptz)'::regprocedure;
+select 1 / pg_catalog.has_function_privilege('pepsi_runner', 'pepsi.anomaly_refresh(text)', 'execute')::int;
 
 rollback;

@@ -8,12 +8,13 @@ select 1 / count(*) from pg_catalog.pg_trigger
 select 1 / count(*) from pg_catalog.pg_trigger
  where tgrelid = 'pepsi.webhook_events'::regclass and tgname = 'webhook_events_processed_digest';
 select 1 / count(*) from pepsi.reconcile_settings;
-select run_id, trigger, started_at, finished_at, duration_ms, findings from pepsi.reconcile_runs where false;
+select run_id, trigger, started_at, finished_at, duration_ms, findings, stamp from pepsi.reconcile_runs where false;
 select finding_id, run_id, kind, object, provider, external_id, webhook_event_id, workqueue_id, action, detail,
        found_at, resolved_at, resolution
   from pepsi.reconcile_findings where false;
 select finding_id from pepsi.reconcile_open where false;
-select 1 / pg_catalog.has_function_privilege('pepsi_runner', 'pepsi.reconcile(timestamptz, text, jsonb)', 'execute')::int;
+select 1 / pg_catalog.has_function_privilege('pepsi_runner', 'pepsi.reconcile(timestamptz, text, jsonb, boolean)', 'execute')::int;
+select 'pepsi.reconcile_stamp()'::regprocedure, 'pepsi.reconcile_unchanged(bigint)'::regprocedure;
 select 'pepsi.reconcile_configure(jsonb)'::regprocedure;
 
 rollback;

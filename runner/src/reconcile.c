@@ -10,7 +10,8 @@
 #include <string.h>
 
 #define COMPONENT "reconcile"
-#define PASS_SQL "select ran, run_id, findings from pepsi.reconcile(now(), $1, $2::jsonb)"
+/* A scheduled pass over unchanged data is skipped without a write (D-139). */
+#define PASS_SQL "select ran, run_id, findings, unchanged from pepsi.reconcile(now(), $1, $2::jsonb, $1 = 'schedule')"
 #define ANOMALY_SQL                                                                                  \
     "select count(*) filter (where state = 'firing'), count(*) filter (where state = 'firing' and changed)," \
     " count(*) filter (where state = 'error'), count(*)"                                             \
@@ -49,6 +50,8 @@ static void pass_report(PGconn *conn, PGresult *res, const char *trigger)
     } else if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
         log_warning(COMPONENT, "reconciliation pass (%s) failed: %s sqlstate=%s", trigger, pgerr_message(conn, res),
                     pgerr_sqlstate(res));
+    } else if (strcmp(PQgetvalue(res, 0, 0), "t") != 0 && strcmp(PQgetvalue(res, 0, 3), "t") == 0) {
+        log_debug(COMPONENT, "reconciliation pass (%s) skipped: nothing changed since the last one", trigger);
     } else if (strcmp(PQgetvalue(res, 0, 0), "t") != 0) {
         log_info(COMPONENT, "reconciliation pass (%s) skipped: another pass holds the lock", trigger);
     } else if (atoi(PQgetvalue(res, 0, 2)) > 0) {
