@@ -30,9 +30,11 @@ static bool eval(const char *text)
         CHECK(0, "compiles: %s (%s)", text, err);
         return false;
     }
-    bool r = cond_eval(c, &msg);
+    char why[512] = "";
+    int r = cond_eval(c, &msg, why, sizeof why);
+    CHECK(r >= 0 || !*why, "evaluates: %s (%s)", text, why);
     cond_free(c);
-    return r;
+    return r == 1;
 }
 
 static void refuses(const char *text, const char *why)
