@@ -52,7 +52,8 @@ struct parser {
 
 static void fail_at(struct parser *p, size_t at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
-/* Records the first error: "condition: WHAT at position N" (at is 0-based). */
+/* Records the first error: "condition at position N: WHAT" (at is 0-based;
+ * the position first, so that a truncated log line still has it). */
 static void fail_at(struct parser *p, size_t at, const char *fmt, ...)
 {
     if (p->failed)
@@ -62,7 +63,7 @@ static void fail_at(struct parser *p, size_t at, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
-    snprintf(p->err, p->errlen, "condition: %s at position %zu", what, at + 1);
+    snprintf(p->err, p->errlen, "condition at position %zu: %s", at + 1, what);
     p->failed = true;
 }
 
@@ -409,7 +410,7 @@ struct eval {
 
 static int eval_error(struct eval *e, const struct node *n, const char *what)
 {
-    snprintf(e->err, e->errlen, "condition: %s at position %zu", what, n->pos);
+    snprintf(e->err, e->errlen, "condition at position %zu: %s", n->pos, what);
     return -1;
 }
 

@@ -41,7 +41,7 @@
  *
  * Limits, checked when a condition is compiled: the worker refuses to
  * start (78), `pepsi-runner settings set` exits 1, a per-address override
- * fails its message, each with "condition: WHAT at position N", N the byte
+ * fails its message, each with "condition at position N: WHAT", N the byte
  * (1-based) where the offending item starts:
  *   - longer than COND_MAX_LENGTH bytes (checked before parsing);
  *   - "not" and "(" nested deeper than COND_MAX_DEPTH (the parser counts
@@ -67,7 +67,7 @@
  * one item scans at most L bytes, hence the L/64). Measured, the worst
  * condition found takes under half a second and a few MB (README,
  * "Condition language"). A limit hit is an error, never "false":
- * cond_eval returns -1 with "condition: WHAT at position N", N the
+ * cond_eval returns -1 with "condition at position N: WHAT", N the
  * position of the test, and pepsi-stage-if fails that message
  * permanently with it. */
 #ifndef PEPSI_STAGES_COND_H
@@ -93,12 +93,12 @@
 
 struct cond;
 
-/* Compiles text; NULL with "condition: WHAT at position N" in err. */
+/* Compiles text; NULL with "condition at position N: WHAT" in err. */
 struct cond *cond_compile(const char *text, char *err, size_t errlen);
 
 /* Evaluates a compiled condition on a message: 1 when it holds, 0 when it
- * does not, -1 when the evaluation stopped at a limit ("condition: WHAT
- * at position N" in err). Not reentrant: c holds the regex match state. */
+ * does not, -1 when the evaluation stopped at a limit ("condition at
+ * position N: WHAT" in err). Not reentrant: c holds the regex match state. */
 int cond_eval(struct cond *c, const struct pepsi_message *m, char *err, size_t errlen);
 
 /* Frees a compiled condition (NULL is fine). */

@@ -7,7 +7,7 @@
  *
  * A condition that cannot be parsed or passes a limit of cond.h, or
  * THEN/ELSE naming no stage, makes the worker refuse to start (78, D-113)
- * with "condition: WHAT at position N"; the same in a per-address override
+ * with "condition at position N: WHAT"; the same in a per-address override
  * fails that message (D-114), and `pepsi-runner settings set` refuses it.
  * An evaluation that stops at a limit (issue 11: steps, PCRE2's match,
  * depth or heap limit) fails the message permanently with the reason, never
