@@ -8,7 +8,7 @@
 # hurt them, fail their message permanently with the limit they hit, in
 # bounded time, and the worker stays under 64 MB (VmHWM).
 . "$(dirname "$0")/lib.sh"
-plan 17
+plan 20
 
 out=$E2E_DIR/out
 conf=$E2E_DIR/pepsi.conf
@@ -64,6 +64,14 @@ sql "select pepsi.workqueue_inject('x')" >/dev/null
 ok "issue 11: the worker of x refuses to run (78), the log naming the position and the cause" \
     wait_cmd 15 runner_log_has 'x: worker refused to run \(exit 78.*condition at position 8: bad regular expression'
 ok "issue 11: its message waits, pending" wait_for "select status from pepsi.workqueue where stage = 'x'" pending 5
+# The overlay has no line limit: the 30,000 nested "not" reach the worker.
+sql "select pepsi.config_set('x', 'CONDITION', '$nots')" >/dev/null
+ok "issue 11: with 30,000 nested not from the overlay, it refuses at position 4097, no crash" \
+    wait_cmd 15 runner_log_has 'x: worker refused to run \(exit 78.*condition at position 4097: longer than 4096 bytes'
+is "$(grep -c 'x: worker pid=[0-9]* .*signal' "$RUNNER_LOG")" 0 "issue 11: no worker of x died of a signal"
+x=$(sql "select workqueue_id from pepsi.workqueue where stage = 'x'")
+sql "select pepsi.config_set('x', 'CONDITION', 'tube == \"default\"')" >/dev/null
+ok "once fixed, its message flows (THEN)" wait_cmd 20 grep -qsx "then $x" "$out"
 
 # ---- the worst accepted conditions end in bounded time ----
 t0=$(date +%s%N)
