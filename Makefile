@@ -19,7 +19,7 @@ SYSCONFDIR ?= /etc
 UNITDIR  ?= /lib/systemd/system
 
 CC       ?= cc
-PKGS     := libpq libuv jansson inih libsystemd libcurl openssl libmicrohttpd
+PKGS     := libpq libuv jansson inih libsystemd libcurl openssl libmicrohttpd libpcre2-8
 PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 

@@ -1,10 +1,14 @@
-/* stages/cond.c — see cond.h. A recursive-descent parser into a small tree. */
+/* stages/cond.c — see cond.h. A recursive-descent parser that counts its
+ * depth (so no input can exhaust the stack) into a small tree whose "or"
+ * and "and" nodes hold all their operands: the tree is at most about
+ * 2 x COND_MAX_DEPTH deep, and so are the recursions that walk it. */
 #include "stages/cond.h"
 
+#include "stages/cond_re.h"
 #include "util.h"
 
 #include <ctype.h>
-#include <regex.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,18 +18,24 @@ enum field_kind { F_SENDER_KEY, F_TUBE, F_SUBJECT, F_HEADER_FROM, F_ENVELOPE_SEN
                   F_RECIPIENTS, F_STATE };
 enum op { OP_EQ, OP_NE, OP_MATCH, OP_NOMATCH, OP_LT, OP_LE, OP_GT, OP_GE, OP_EXISTS };
 
-struct cond {
+struct node {
     enum node_kind kind;
-    struct cond *a, *b;         /* N_OR, N_AND: both; N_NOT: a */
-    enum field_kind field;
+    size_t pos;                 /* 1-based byte position in the text */
+    struct node **kids;         /* N_OR, N_AND: all operands; N_NOT: one */
+    size_t n_kids;
+    enum field_kind field;      /* N_TEST */
     char **path;                /* F_STATE: the keys */
     size_t n_path;
     enum op op;
     char *text;                 /* the value as text */
     double num;                 /* the value as a number */
     bool is_num;
-    bool has_re;
-    regex_t re;
+    struct cond_re *re;         /* OP_MATCH, OP_NOMATCH */
+};
+
+struct cond {
+    struct node *root;
+    struct cond_re_set *res;    /* made with the first regex */
 };
 
 struct parser {
@@ -34,13 +44,32 @@ struct parser {
     char *err;
     size_t errlen;
     bool failed;
+    int depth;                  /* "not" and "(" around the current point */
+    int n_tests;
+    int n_regexes;
+    struct cond *c;
 };
+
+static void fail_at(struct parser *p, size_t at, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* Records the first error: "condition at position N: WHAT" (at is 0-based;
+ * the position first, so that a truncated log line still has it). */
+static void fail_at(struct parser *p, size_t at, const char *fmt, ...)
+{
+    if (p->failed)
+        return;
+    char what[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    snprintf(p->err, p->errlen, "condition at position %zu: %s", at + 1, what);
+    p->failed = true;
+}
 
 static void fail(struct parser *p, const char *what)
 {
-    if (!p->failed)
-        snprintf(p->err, p->errlen, "condition, at character %zu: %s", p->pos + 1, what);
-    p->failed = true;
+    fail_at(p, p->pos, "%s", what);
 }
 
 static void skip_space(struct parser *p)
@@ -72,14 +101,36 @@ static bool accept_char(struct parser *p, char c)
     return true;
 }
 
-static struct cond *node(enum node_kind k)
+static struct node *node(enum node_kind k, size_t at)
 {
-    struct cond *c = xcalloc(1, sizeof *c);
-    c->kind = k;
-    return c;
+    struct node *n = xcalloc(1, sizeof *n);
+    n->kind = k;
+    n->pos = at + 1;
+    return n;
 }
 
-static struct cond *parse_expr(struct parser *p);
+static void add_kid(struct node *n, struct node *kid)
+{
+    n->kids = xrealloc(n->kids, (n->n_kids + 1) * sizeof *n->kids);
+    n->kids[n->n_kids++] = kid;
+}
+
+static void node_free(struct node *n)
+{
+    if (n == NULL)
+        return;
+    for (size_t i = 0; i < n->n_kids; i++)
+        node_free(n->kids[i]);
+    free(n->kids);
+    for (size_t i = 0; i < n->n_path; i++)
+        free(n->path[i]);
+    free(n->path);
+    free(n->text);
+    cond_re_free(n->re);
+    free(n);
+}
+
+static struct node *parse_expr(struct parser *p);
 
 static char *read_identifier(struct parser *p)
 {
@@ -106,7 +157,7 @@ static const struct {
 };
 
 /* state.a.b: the keys, split at dots. */
-static int parse_path(struct cond *c, const char *keys)
+static int parse_path(struct node *c, const char *keys)
 {
     char *copy = xstrdup(keys), *save = NULL;
     for (char *k = strtok_r(copy, ".", &save); k; k = strtok_r(NULL, ".", &save)) {
@@ -117,8 +168,10 @@ static int parse_path(struct cond *c, const char *keys)
     return c->n_path ? 0 : -1;
 }
 
-static int parse_field(struct parser *p, struct cond *c)
+static int parse_field(struct parser *p, struct node *c)
 {
+    skip_space(p);
+    size_t at = p->pos;
     char *id = read_identifier(p);
     if (id == NULL) {
         fail(p, "expected a field (sender_key, tube, subject, header_from, envelope_sender, "
@@ -136,16 +189,13 @@ static int parse_field(struct parser *p, struct cond *c)
                 rc = 0;
             }
     }
-    if (rc != 0) {
-        char what[200];
-        snprintf(what, sizeof what, "unknown field \"%.100s\"", id);
-        fail(p, what);
-    }
+    if (rc != 0)
+        fail_at(p, at, "unknown field \"%.100s\"", id);
     free(id);
     return rc;
 }
 
-static int parse_op(struct parser *p, struct cond *c)
+static int parse_op(struct parser *p, struct node *c)
 {
     static const struct {
         const char *text;
@@ -169,16 +219,17 @@ static int parse_op(struct parser *p, struct cond *c)
     return -1;
 }
 
-static int parse_string(struct parser *p, struct cond *c)
+/* A "string": at most COND_MAX_STRING bytes once unescaped. */
+static int parse_string(struct parser *p, struct node *c)
 {
-    size_t cap = strlen(p->s + p->pos) + 1, n = 0;
-    char *out = xmalloc(cap);
+    size_t at = p->pos, n = 0;
+    char *out = xmalloc(COND_MAX_STRING + 1);
     p->pos++; /* the opening quote */
     for (;;) {
         char ch = p->s[p->pos];
         if (ch == '\0') {
             free(out);
-            fail(p, "unterminated string");
+            fail_at(p, at, "unterminated string");
             return -1;
         }
         p->pos++;
@@ -186,6 +237,11 @@ static int parse_string(struct parser *p, struct cond *c)
             break;
         if (ch == '\\' && (p->s[p->pos] == '"' || p->s[p->pos] == '\\'))
             ch = p->s[p->pos++];
+        if (n == COND_MAX_STRING) {
+            free(out);
+            fail_at(p, at, "string longer than %d bytes", COND_MAX_STRING);
+            return -1;
+        }
         out[n++] = ch;
     }
     out[n] = '\0';
@@ -193,7 +249,7 @@ static int parse_string(struct parser *p, struct cond *c)
     return 0;
 }
 
-static int parse_value(struct parser *p, struct cond *c)
+static int parse_value(struct parser *p, struct node *c)
 {
     skip_space(p);
     if (p->s[p->pos] == '"')
@@ -212,82 +268,126 @@ static int parse_value(struct parser *p, struct cond *c)
     return 0;
 }
 
-static int compile_regex(struct parser *p, struct cond *c)
+static int compile_regex(struct parser *p, struct node *c, size_t at)
 {
-    int rc = regcomp(&c->re, c->text, REG_EXTENDED | REG_NOSUB);
-    if (rc != 0) {
-        char why[160], what[300];
-        regerror(rc, &c->re, why, sizeof why);
-        snprintf(what, sizeof what, "bad regular expression \"%.80s\": %s", c->text, why);
-        fail(p, what);
+    char why[200];
+    if (++p->n_regexes > COND_MAX_REGEXES) {
+        fail_at(p, at, "more than %d regular expressions", COND_MAX_REGEXES);
         return -1;
     }
-    c->has_re = true;
+    if (p->c->res == NULL && (p->c->res = cond_re_set_new(why, sizeof why)) == NULL) {
+        fail_at(p, at, "%s", why);
+        return -1;
+    }
+    size_t off = 0;
+    if ((c->re = cond_re_compile(p->c->res, c->text, strlen(c->text), &off, why, sizeof why)) == NULL) {
+        fail_at(p, at, "bad regular expression \"%.80s\": %s (pattern offset %zu)", c->text, why, off);
+        return -1;
+    }
     return 0;
 }
 
-static struct cond *parse_test(struct parser *p)
+static struct node *parse_test(struct parser *p)
 {
-    struct cond *c = node(N_TEST);
+    skip_space(p);
+    size_t at = p->pos;
+    struct node *c = node(N_TEST, at);
+    if (++p->n_tests > COND_MAX_TESTS) {
+        fail_at(p, at, "more than %d tests", COND_MAX_TESTS);
+        return c;
+    }
     if (parse_field(p, c) != 0 || parse_op(p, c) != 0)
         return c;
     if (c->op == OP_EXISTS) {
         if (c->field != F_STATE)
-            fail(p, "\"exists\" tests state fields only");
+            fail_at(p, at, "\"exists\" tests state fields only");
         return c;
     }
+    skip_space(p);
+    size_t value_at = p->pos;
     if (parse_value(p, c) != 0)
         return c;
-    if ((c->op == OP_MATCH || c->op == OP_NOMATCH) && compile_regex(p, c) != 0)
+    if ((c->op == OP_MATCH || c->op == OP_NOMATCH) && compile_regex(p, c, value_at) != 0)
         return c;
     if (c->op >= OP_LT && c->op <= OP_GE && !c->is_num)
-        fail(p, "<, <=, > and >= compare numbers");
+        fail_at(p, value_at, "<, <=, > and >= compare numbers");
     return c;
 }
 
-static struct cond *parse_factor(struct parser *p)
+/* "not" factor | "(" expr ")" | test; each "not" and "(" is one level of
+ * depth, refused past COND_MAX_DEPTH before recursing further. */
+static struct node *parse_factor(struct parser *p)
 {
-    if (accept_word(p, "not")) {
-        struct cond *c = node(N_NOT);
-        c->a = parse_factor(p);
-        return c;
+    skip_space(p);
+    size_t at = p->pos;
+    bool is_not = accept_word(p, "not");
+    if (!is_not && !accept_char(p, '('))
+        return parse_test(p);
+    if (p->depth >= COND_MAX_DEPTH) {
+        fail_at(p, at, "nesting deeper than %d", COND_MAX_DEPTH);
+        return NULL;
     }
-    if (accept_char(p, '(')) {
-        struct cond *c = parse_expr(p);
+    p->depth++;
+    struct node *c;
+    if (is_not) {
+        c = node(N_NOT, at);
+        add_kid(c, parse_factor(p));
+    } else {
+        c = parse_expr(p);
         if (!accept_char(p, ')'))
             fail(p, "expected \")\"");
-        return c;
     }
-    return parse_test(p);
+    p->depth--;
+    return c;
 }
 
-static struct cond *parse_binary(struct parser *p, const char *word, enum node_kind kind,
-                                 struct cond *(*sub)(struct parser *))
+/* sub (word sub)*: one node holding every operand, or the single one. */
+static struct node *parse_list(struct parser *p, const char *word, enum node_kind kind,
+                               struct node *(*sub)(struct parser *))
 {
-    struct cond *left = sub(p);
-    while (!p->failed && accept_word(p, word)) {
-        struct cond *c = node(kind);
-        c->a = left;
-        c->b = sub(p);
-        left = c;
-    }
-    return left;
+    skip_space(p);
+    size_t at = p->pos;
+    struct node *first = sub(p);
+    if (p->failed || !accept_word(p, word))
+        return first;
+    struct node *list = node(kind, at);
+    add_kid(list, first);
+    do
+        add_kid(list, sub(p));
+    while (!p->failed && accept_word(p, word));
+    return list;
 }
 
-static struct cond *parse_term(struct parser *p)
+static struct node *parse_term(struct parser *p)
 {
-    return parse_binary(p, "and", N_AND, parse_factor);
+    return parse_list(p, "and", N_AND, parse_factor);
 }
 
-static struct cond *parse_expr(struct parser *p)
+static struct node *parse_expr(struct parser *p)
 {
-    return parse_binary(p, "or", N_OR, parse_term);
+    return parse_list(p, "or", N_OR, parse_term);
+}
+
+void cond_free(struct cond *c)
+{
+    if (c == NULL)
+        return;
+    node_free(c->root);
+    cond_re_set_free(c->res);
+    free(c);
 }
 
 struct cond *cond_compile(const char *text, char *err, size_t errlen)
 {
-    struct parser p = {text ? text : "", 0, err, errlen, false};
-    struct cond *c = parse_expr(&p);
+    struct cond *c = xcalloc(1, sizeof *c);
+    struct parser p = {text ? text : "", 0, err, errlen, false, 0, 0, 0, c};
+    /* Before anything else: the length. */
+    if (strnlen(p.s, COND_MAX_LENGTH + 1) > COND_MAX_LENGTH) {
+        fail_at(&p, COND_MAX_LENGTH, "longer than %d bytes", COND_MAX_LENGTH);
+        cond_free(c);
+        return NULL;
+    }
+    c->root = parse_expr(&p);
     skip_space(&p);
     if (!p.failed && p.s[p.pos] != '\0')
         fail(&p, "unexpected text after the condition");
@@ -295,109 +395,157 @@ struct cond *cond_compile(const char *text, char *err, size_t errlen)
         cond_free(c);
         return NULL;
     }
-    /* The tree owns copies of everything it needs; nothing points into p. */
-    // cppcheck-suppress returnDanglingLifetime
     return c;
-}
-
-void cond_free(struct cond *c)
-{
-    if (c == NULL)
-        return;
-    cond_free(c->a);
-    cond_free(c->b);
-    for (size_t i = 0; i < c->n_path; i++)
-        free(c->path[i]);
-    free(c->path);
-    free(c->text);
-    if (c->has_re)
-        regfree(&c->re);
-    free(c);
 }
 
 /* ---- evaluation ---- */
 
-static bool compare_text(const struct cond *c, const char *v)
+struct eval {
+    struct cond *c;
+    const struct pepsi_message *m;
+    struct cond_budget budget;
+    char *err;
+    size_t errlen;
+};
+
+static int eval_error(struct eval *e, const struct node *n, const char *what)
 {
-    switch (c->op) {
+    snprintf(e->err, e->errlen, "condition at position %zu: %s", n->pos, what);
+    return -1;
+}
+
+/* A test on the text v: 1, 0, or -1 at a limit. */
+static int compare_text(struct eval *e, const struct node *n, const char *v)
+{
+    size_t len = strlen(v);
+    char why[300];
+    e->budget.used += 1 + len / COND_STEP_BYTES;
+    if (e->budget.used > e->budget.max) {
+        snprintf(why, sizeof why, "evaluation exceeds %llu steps", (unsigned long long)e->budget.max);
+        return eval_error(e, n, why);
+    }
+    int r;
+    switch (n->op) {
     case OP_EQ:
-        return strcmp(v, c->text) == 0;
+        return strcmp(v, n->text) == 0;
     case OP_NE:
-        return strcmp(v, c->text) != 0;
+        return strcmp(v, n->text) != 0;
     case OP_MATCH:
-        return regexec(&c->re, v, 0, NULL, 0) == 0;
     case OP_NOMATCH:
-        return regexec(&c->re, v, 0, NULL, 0) != 0;
+        r = cond_re_match(e->c->res, n->re, v, len, &e->budget, why, sizeof why);
+        if (r < 0)
+            return eval_error(e, n, why);
+        return n->op == OP_MATCH ? r : !r;
     default: {
         char *end;
         double d = strtod(v, &end);
         if (end == v || *end != '\0')
-            return false;
-        return c->op == OP_LT ? d < c->num : c->op == OP_LE ? d <= c->num : c->op == OP_GT ? d > c->num
-                                                                                             : d >= c->num;
+            return 0;
+        return n->op == OP_LT ? d < n->num : n->op == OP_LE ? d <= n->num : n->op == OP_GT ? d > n->num
+                                                                                             : d >= n->num;
     }
     }
 }
 
-static bool test_state(const struct cond *c, const struct pepsi_message *m)
+/* A JSON text being written, refused past COND_MAX_JSON_TEXT bytes. */
+struct dump {
+    char *text;
+    size_t len;
+};
+
+static int dump_cb(const char *buf, size_t size, void *data)
 {
-    json_t *v = m->state;
-    for (size_t i = 0; v && i < c->n_path; i++)
-        v = json_is_object(v) ? json_object_get(v, c->path[i]) : NULL;
-    if (c->op == OP_EXISTS)
+    struct dump *d = data;
+    if (size > COND_MAX_JSON_TEXT - d->len)
+        return -1;
+    memcpy(d->text + d->len, buf, size);
+    d->len += size;
+    return 0;
+}
+
+static int test_state(struct eval *e, const struct node *n)
+{
+    json_t *v = e->m->state;
+    for (size_t i = 0; v && i < n->n_path; i++)
+        v = json_is_object(v) ? json_object_get(v, n->path[i]) : NULL;
+    if (n->op == OP_EXISTS)
         return v != NULL;
     if (v == NULL)
-        return compare_text(c, "");
+        return compare_text(e, n, "");
     if (json_is_string(v))
-        return compare_text(c, json_string_value(v));
+        return compare_text(e, n, json_string_value(v));
     char buf[64];
     if (json_is_number(v)) {
         snprintf(buf, sizeof buf, "%.17g", json_number_value(v));
-        return compare_text(c, buf);
+        return compare_text(e, n, buf);
     }
-    char *dump = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-    bool r = compare_text(c, dump ? dump : "");
-    free(dump);
+    /* Anything else as its JSON text, of at most COND_MAX_JSON_TEXT bytes:
+     * the dump stops there, however large the value. */
+    struct dump d = {xmalloc(COND_MAX_JSON_TEXT + 1), 0};
+    int r;
+    if (json_dump_callback(v, dump_cb, &d, JSON_COMPACT | JSON_ENCODE_ANY) != 0) {
+        char why[160];
+        snprintf(why, sizeof why, "a state value longer than %d bytes as JSON text", COND_MAX_JSON_TEXT);
+        r = eval_error(e, n, why);
+    } else {
+        d.text[d.len] = '\0';
+        r = compare_text(e, n, d.text);
+    }
+    free(d.text);
     return r;
 }
 
-static bool test_eval(const struct cond *c, const struct pepsi_message *m)
+static int test_eval(struct eval *e, const struct node *n)
 {
+    const struct pepsi_message *m = e->m;
     char count[32];
-    switch (c->field) {
+    switch (n->field) {
     case F_SENDER_KEY:
-        return compare_text(c, m->sender_key ? m->sender_key : "");
+        return compare_text(e, n, m->sender_key ? m->sender_key : "");
     case F_TUBE:
-        return compare_text(c, m->tube ? m->tube : "");
+        return compare_text(e, n, m->tube ? m->tube : "");
     case F_SUBJECT:
-        return compare_text(c, m->subject ? m->subject : "");
+        return compare_text(e, n, m->subject ? m->subject : "");
     case F_HEADER_FROM:
-        return compare_text(c, m->header_from ? m->header_from : "");
+        return compare_text(e, n, m->header_from ? m->header_from : "");
     case F_ENVELOPE_SENDER:
-        return compare_text(c, m->envelope_sender ? m->envelope_sender : "");
+        return compare_text(e, n, m->envelope_sender ? m->envelope_sender : "");
     case F_RECIPIENT:
-        for (size_t i = 0; i < m->n_recipients; i++)
-            if (compare_text(c, m->recipients[i]))
-                return true;
-        return false;
+        for (size_t i = 0; i < m->n_recipients; i++) {
+            int r = compare_text(e, n, m->recipients[i] ? m->recipients[i] : "");
+            if (r != 0)
+                return r;
+        }
+        return 0;
     case F_RECIPIENTS:
         snprintf(count, sizeof count, "%zu", m->n_recipients);
-        return compare_text(c, count);
+        return compare_text(e, n, count);
     default:
-        return test_state(c, m);
+        return test_state(e, n);
     }
 }
 
-bool cond_eval(const struct cond *c, const struct pepsi_message *m)
+static int eval_node(struct eval *e, const struct node *n)
 {
-    switch (c->kind) {
+    int r;
+    switch (n->kind) {
     case N_OR:
-        return cond_eval(c->a, m) || cond_eval(c->b, m);
     case N_AND:
-        return cond_eval(c->a, m) && cond_eval(c->b, m);
+        /* Short-circuit: "or" stops at the first true, "and" at the first false. */
+        for (size_t i = 0; i < n->n_kids; i++)
+            if ((r = eval_node(e, n->kids[i])) < 0 || r == (n->kind == N_OR))
+                return r;
+        return n->kind == N_AND;
     case N_NOT:
-        return !cond_eval(c->a, m);
+        r = eval_node(e, n->kids[0]);
+        return r < 0 ? r : !r;
     default:
-        return test_eval(c, m);
+        return test_eval(e, n);
     }
+}
+
+int cond_eval(struct cond *c, const struct pepsi_message *m, char *err, size_t errlen)
+{
+    struct eval e = {c, m, {0, COND_MAX_STEPS}, err, errlen};
+    return eval_node(&e, c->root);
 }

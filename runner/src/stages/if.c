@@ -5,9 +5,13 @@
  *   THEN       the stage when it holds (required)
  *   ELSE       the stage when it does not; without it, NEXT, or finish
  *
- * A condition that cannot be parsed, or THEN/ELSE naming no stage, makes
- * the worker refuse to start (78, D-113); the same in a per-address
- * override fails that message (D-114). Metadata only, FUSION = yes by
+ * A condition that cannot be parsed or passes a limit of cond.h, or
+ * THEN/ELSE naming no stage, makes the worker refuse to start (78, D-113)
+ * with "condition at position N: WHAT"; the same in a per-address override
+ * fails that message (D-114), and `pepsi-runner settings set` refuses it.
+ * An evaluation that stops at a limit (issue 11: steps, PCRE2's match,
+ * depth or heap limit) fails the message permanently with the reason, never
+ * routes it as if the condition were false. Metadata only, FUSION = yes by
  * default (D-127): it is usually fused into the stage before it. */
 #include "stages/stages.h"
 
@@ -77,12 +81,11 @@ static void if_run(struct pepsi_worker *w, const struct pepsi_message *m, struct
 {
     struct if_conf *ic = pepsi_worker_data(w);
     const char *text = pepsi_option(w, m, "CONDITION");
-    const struct cond *c = ic->cond;
-    struct cond *own = NULL;
+    struct cond *c = ic->cond, *own = NULL;
+    char err[512];
     /* A per-address CONDITION (checked before the stage ran) is compiled
      * for this message. */
     if (text && strcmp(text, conf_stage_own(pepsi_worker_section(w), "CONDITION")) != 0) {
-        char err[256];
         if ((own = cond_compile(text, err, sizeof err)) == NULL) {
             out->kind = PEPSI_FAIL;
             pepsi_outcome_reason(out, "stage %s: %s", pepsi_worker_stage(w), err);
@@ -90,8 +93,13 @@ static void if_run(struct pepsi_worker *w, const struct pepsi_message *m, struct
         }
         c = own;
     }
-    bool holds = cond_eval(c, m);
+    int holds = cond_eval(c, m, err, sizeof err);
     cond_free(own);
+    if (holds < 0) {
+        out->kind = PEPSI_FAIL; /* permanent: the same message would stop there again */
+        pepsi_outcome_reason(out, "stage %s: %s", pepsi_worker_stage(w), err);
+        return;
+    }
     out->kind = PEPSI_ADVANCE;
     out->next = holds ? pepsi_option(w, m, "THEN") : pepsi_option(w, m, "ELSE");
 }
