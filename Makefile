@@ -114,7 +114,7 @@ install: all
 	install -m 644 verify/*.sql $(DESTDIR)$(SHAREDIR)/verify/
 	[ -e $(DESTDIR)$(SYSCONFDIR)/pepsi/pepsi.conf ] || \
 		install -m 640 conf/pepsi.conf $(DESTDIR)$(SYSCONFDIR)/pepsi/pepsi.conf
-	for u in pepsi-runner pepsi-ingress; do \
+	for u in pepsi-runner pepsi-ingress pepsi-maintain; do \
 		sed 's|/usr/local/bin/|$(BINDIR)/|g; s|/usr/local/share/|$(PREFIX)/share/|g' conf/$$u.service \
 			> $(DESTDIR)$(UNITDIR)/$$u.service && chmod 644 $(DESTDIR)$(UNITDIR)/$$u.service || exit 1; done
 

@@ -107,6 +107,7 @@ static const struct key_def keys[] = {
     {SK_DISPATCH, "FAIR_FIFO_PERCENT", KT_INT, 0, 0, 100, "10", CONF_AT(fair_fifo_percent)},
     {SK_DISPATCH, "RECONCILE_INTERVAL", KT_DURATION, 0, 0, 0, "5min", CONF_AT(reconcile_interval_ms)},
     {SK_DISPATCH, "ANOMALY_INTERVAL", KT_DURATION, 0, 0, 0, "1min", CONF_AT(anomaly_interval_ms)},
+    {SK_DISPATCH, "MAINTENANCE", KT_BOOL, 0, 0, 0, "yes", CONF_AT(maintenance)},
 
     {SK_STAGE, "PROGRAM", KT_STRING, KF_REQUIRED, 0, 0, NULL, STAGE_AT(program)},
     {SK_STAGE, "PARALLELISM", KT_INT, 0, 1, 1024, "4", STAGE_AT(parallelism)},

@@ -19,7 +19,7 @@
 #include "overlay.h"
 #include "pgerr.h"
 #include "pool.h"
-#include "reconcile.h"
+#include "maintain.h"
 #include "schema.h"
 #include "signals.h"
 #include "stagetab.h"
@@ -42,7 +42,7 @@
 #define RECONNECT_MAX_MS 30000
 #define SHUTDOWN_LIMIT_MS 60000    /* give up waiting for workers and the database */
 #define RELOAD_RETRY_MS 5000       /* an overlay that could not be read (D-119) */
-#define LISTEN_SQL "listen workqueue; listen config_changed; listen telemetry_changed; listen reconcile"
+#define LISTEN_SQL "listen workqueue; listen config_changed; listen telemetry_changed"
 
 struct runner {
     uv_loop_t *loop;
@@ -62,7 +62,7 @@ struct runner {
     uv_timer_t reconnect_timer;
     uv_timer_t reload_timer;       /* retries a reload whose overlay could not be read */
     uv_signal_t sigint, sigterm;
-    struct reconcile recon;        /* RECONCILE_INTERVAL, ANOMALY_INTERVAL, NOTIFY reconcile (W-23..W-25) */
+    struct maintain maint;         /* reconciliation and anomaly runs, on their own connection (issue 12) */
     struct control_signals ctl;    /* which control notifications are news (issue 11) */
 
     bool claim_wanted;
@@ -802,8 +802,7 @@ static void control_act(void *arg, enum control_channel ch)
         retire_workers(r);
         break;
     case CONTROL_RECONCILE:
-        reconcile_notify(&r->recon);
-        break;
+        break; /* maintenance listens on its own connection */
     default:
         break;
     }
@@ -1066,7 +1065,7 @@ static void begin_shutdown(struct runner *r, int code, bool kill_now)
         aconn_cancel(r->connecting);
         r->connecting = NULL;
         uv_timer_stop(&r->reload_timer);
-        reconcile_stop(&r->recon);
+        maintain_stop(&r->maint);
     }
     stop_all(r, kill_now);
     shutdown_progress(r);
@@ -1168,6 +1167,13 @@ static void init_handles(struct runner *r)
     r->sigint.data = r->sigterm.data = r;
 }
 
+/* The stage limits of the current table, for reconciliation passes. */
+static char *stage_limits(void *arg)
+{
+    struct runner *r = arg;
+    return reconcile_limits_json(r->tabs ? &r->tabs->conf : NULL);
+}
+
 static int start_handles(struct runner *r)
 {
     uint64_t poll = (uint64_t)r->conf->poll_interval_ms, stats = (uint64_t)r->conf->stats_interval_ms;
@@ -1176,7 +1182,8 @@ static int start_handles(struct runner *r)
     rc = rc ? rc : uv_timer_start(&r->tick, tick_cb, TICK_MS, TICK_MS);
     rc = rc ? rc : uv_signal_start(&r->sigint, signal_cb, SIGINT);
     rc = rc ? rc : uv_signal_start(&r->sigterm, signal_cb, SIGTERM);
-    rc = rc ? rc : reconcile_start(&r->recon, r->loop, &r->db, r->conf, &r->tabs);
+    if (rc == 0 && r->conf->maintenance)
+        rc = maintain_start(&r->maint, r->loop, r->conf, r->config_path, stage_limits, r);
     if (rc != 0)
         log_error(COMPONENT, "cannot start the event loop's timers: %s", uv_strerror(rc));
     return rc;

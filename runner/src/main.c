@@ -2,6 +2,7 @@
  *
  *   pepsi-runner [GLOBAL-OPTIONS] serve            the dispatcher
  *   pepsi-runner [GLOBAL-OPTIONS] ingress          the webhook endpoint
+ *   pepsi-runner [GLOBAL-OPTIONS] maintain         reconciliation and anomaly runs alone
  *   pepsi-runner [GLOBAL-OPTIONS] status           the anomaly dashboard
  *   pepsi-runner [GLOBAL-OPTIONS] settings ...     per-address settings
  *   pepsi-runner [GLOBAL-OPTIONS] stage NAME worker a built-in stage's worker
@@ -13,6 +14,7 @@
 #include "dispatch.h"
 #include "ingress/ingress.h"
 #include "log.h"
+#include "maintain.h"
 #include "schema.h"
 #include "status.h"
 #include "settings_cmd.h"
@@ -40,6 +42,7 @@ static void usage(FILE *out, const char *prog)
     fprintf(out,
             "usage: %s [GLOBAL-OPTIONS] serve\n"
             "       %s [GLOBAL-OPTIONS] ingress\n"
+            "       %s [GLOBAL-OPTIONS] maintain\n"
             "       %s [GLOBAL-OPTIONS] status\n"
             "       %s [GLOBAL-OPTIONS] settings list|set|delete|owners|own|disown ...\n"
             "       %s [GLOBAL-OPTIONS] stage NAME worker\n"
@@ -54,13 +57,14 @@ static void usage(FILE *out, const char *prog)
             "Commands:\n"
             "  serve               run the dispatcher until SIGINT or SIGTERM\n"
             "  ingress             run the webhook endpoint until SIGINT or SIGTERM\n"
+            "  maintain            run reconciliation and anomaly checks alone until SIGINT or SIGTERM\n"
             "  status              print the anomaly checks (pepsi.anomaly_dashboard) and exit\n"
             "  settings list [ADDRESS] | set ADDRESS STAGE OPTION VALUE | delete ADDRESS [STAGE [OPTION]]\n"
             "                      per-address overrides of [stage-*] options\n"
             "  settings owners [LOGIN] | own LOGIN ADDRESS | disown LOGIN [ADDRESS]\n"
             "                      which addresses an end user's control messages may change\n"
             "  stage NAME worker   run built-in stage NAME as a worker (%s)\n",
-            prog, prog, prog, prog, prog, stages_builtin_names());
+            prog, prog, prog, prog, prog, prog, stages_builtin_names());
 }
 
 /* Parses the global options; returns the index of the subcommand, or -1
@@ -126,7 +130,7 @@ static char *self_dir(void)
     return xstrdup(dirname(buf));
 }
 
-enum daemon { DAEMON_SERVE, DAEMON_INGRESS, DAEMON_STATUS };
+enum daemon { DAEMON_SERVE, DAEMON_INGRESS, DAEMON_STATUS, DAEMON_MAINTAIN };
 
 static int run_daemon(const struct options *o, enum daemon which)
 {
@@ -142,6 +146,8 @@ static int run_daemon(const struct options *o, enum daemon which)
         code = ingress_serve(&conf, path);
     } else if (which == DAEMON_STATUS) {
         code = status_print(&conf, stdout);
+    } else if (which == DAEMON_MAINTAIN) {
+        code = maintain_command(&conf, path);
     } else {
         char *dir = self_dir();
         code = dispatch_serve(&conf, path, dir);
@@ -184,14 +190,16 @@ int main(int argc, char **argv)
         usage(stderr, argv[0]);
         return EXIT_USAGE;
     }
-    if (strcmp(argv[at], "serve") == 0 || strcmp(argv[at], "ingress") == 0 || strcmp(argv[at], "status") == 0) {
+    if (strcmp(argv[at], "serve") == 0 || strcmp(argv[at], "ingress") == 0 || strcmp(argv[at], "status") == 0 ||
+        strcmp(argv[at], "maintain") == 0) {
         if (at + 1 != argc) {
             fprintf(stderr, "%s: %s takes no arguments\n", argv[0], argv[at]);
             return EXIT_USAGE;
         }
-        return run_daemon(&o, strcmp(argv[at], "serve") == 0     ? DAEMON_SERVE
-                              : strcmp(argv[at], "ingress") == 0 ? DAEMON_INGRESS
-                                                                 : DAEMON_STATUS);
+        return run_daemon(&o, strcmp(argv[at], "serve") == 0      ? DAEMON_SERVE
+                              : strcmp(argv[at], "ingress") == 0  ? DAEMON_INGRESS
+                              : strcmp(argv[at], "maintain") == 0 ? DAEMON_MAINTAIN
+                                                                  : DAEMON_STATUS);
     }
     if (strcmp(argv[at], "settings") == 0)
         return settings_command(o.config, argc - at - 1, argv + at + 1);

@@ -15,14 +15,14 @@
 #define ANOMALY_SQL                                                                                  \
     "select count(*) filter (where state = 'firing'), count(*) filter (where state = 'firing' and changed)," \
     " count(*) filter (where state = 'error'), count(*)"                                             \
-    " from pepsi.anomaly_run(now())"
+    " from pepsi.anomaly_run(now(), false)"
 
-char *reconcile_limits_json(const struct stagetab *t)
+char *reconcile_limits_json(const struct conf *c)
 {
     json_t *obj = json_object();
     int rc = obj ? 0 : -1;
-    for (size_t i = 0; t && rc == 0 && i < t->conf.n_stages; i++) {
-        const struct stage_conf *s = &t->conf.stages[i];
+    for (size_t i = 0; c && rc == 0 && i < c->n_stages; i++) {
+        const struct stage_conf *s = &c->stages[i];
         json_t *lim = json_pack("{s:I,s:i}", "max_runtime_ms", (json_int_t)s->max_runtime_ms, "queue_limit",
                                 s->queue_limit);
         rc = lim ? json_object_set_new(obj, s->name, lim) : -1;
@@ -96,7 +96,7 @@ static void pass_run(struct reconcile *rc, const char *trigger)
         rc->pass_again = trigger;
         return;
     }
-    char *limits = reconcile_limits_json(rc->tabs ? *rc->tabs : NULL);
+    char *limits = rc->limits(rc->limits_arg);
     if (limits == NULL) {
         log_error(COMPONENT, "cannot encode the stage limits; reconciliation pass (%s) not started", trigger);
         return;
@@ -154,23 +154,64 @@ static void anomaly_done(struct db *db, PGresult *res, void *arg)
     PQclear(res);
 }
 
+/* The views, refreshed one statement (one short transaction) each, in
+ * the order anomaly_refresh(NULL) uses; then the run without a refresh. */
+static const char *const anomaly_views[] = {"anomaly_event_mv", "anomaly_queue_mv", "anomaly_orphan_mv",
+                                            "anomaly_gap_mv"};
+#define N_ANOMALY_VIEWS (sizeof anomaly_views / sizeof anomaly_views[0])
+
+static void anomaly_step(struct reconcile *rc);
+
+static void refresh_done(struct db *db, PGresult *res, void *arg)
+{
+    struct reconcile *rc = arg;
+    if (res == NULL) {
+        rc->anomaly_inflight = false;
+        log_warning(COMPONENT, "anomaly checks lost: no database; they run again in %lld ms",
+                    (long long)rc->anomaly_ms);
+        return;
+    }
+    if (PQresultStatus(res) != PGRES_TUPLES_OK)
+        log_warning(COMPONENT, "refresh of pepsi.%s failed: %s sqlstate=%s", anomaly_views[rc->anomaly_step - 1],
+                    pgerr_message(db->conn, res), pgerr_sqlstate(res));
+    PQclear(res);
+    anomaly_step(rc);
+}
+
+/* The next statement of a run: a view's refresh, or the evaluation. */
+static void anomaly_step(struct reconcile *rc)
+{
+    if (!can_query(rc)) {
+        rc->anomaly_inflight = false;
+        return;
+    }
+    if (rc->anomaly_step < N_ANOMALY_VIEWS) {
+        const char *params[] = {anomaly_views[rc->anomaly_step++]};
+        db_query(rc->db, "select pepsi.anomaly_refresh($1)", 1, params, 0, refresh_done, rc);
+        return;
+    }
+    db_query(rc->db, ANOMALY_SQL, 0, NULL, 0, anomaly_done, rc);
+}
+
 static void anomaly_timer_cb(uv_timer_t *t)
 {
     struct reconcile *rc = t->data;
     if (rc->anomaly_inflight || !can_query(rc))
         return;
     rc->anomaly_inflight = true;
-    db_query(rc->db, ANOMALY_SQL, 0, NULL, 0, anomaly_done, rc);
+    rc->anomaly_step = 0;
+    anomaly_step(rc);
 }
 
 /* ---- start and stop ---- */
 
 int reconcile_start(struct reconcile *rc, uv_loop_t *loop, struct db *db, const struct conf *conf,
-                    struct stagetab *const *tabs)
+                    reconcile_limits_fn limits, void *arg)
 {
     memset(rc, 0, sizeof *rc);
     rc->db = db;
-    rc->tabs = tabs;
+    rc->limits = limits;
+    rc->limits_arg = arg;
     rc->pass_ms = conf->reconcile_interval_ms;
     rc->anomaly_ms = conf->anomaly_interval_ms;
     int err = uv_timer_init(loop, &rc->pass_timer);

@@ -1,5 +1,5 @@
-/* reconcile.h — the dispatcher's two schedules of self-checks, run on its
- * own database connection, never in the claim:
+/* reconcile.h — the two schedules of self-checks that maintenance
+ * (maintain.h) runs on its own database connection, never the claim's:
  *   - a reconciliation pass, pepsi.reconcile(), every RECONCILE_INTERVAL
  *     (W-23) and at once on NOTIFY reconcile (W-24), which anomaly checks
  *     send when they start firing (W-41) and operators may send by hand;
@@ -14,14 +14,18 @@
 
 #include "conf.h"
 #include "db.h"
-#include "stagetab.h"
 
 #include <stdbool.h>
 #include <uv.h>
 
+/* The per-stage limits a pass judges stuck messages by, as JSON (see
+ * reconcile_limits_json); malloc'd, NULL on failure. */
+typedef char *(*reconcile_limits_fn)(void *arg);
+
 struct reconcile {
-    struct db *db;                   /* the coordinator's connection */
-    struct stagetab *const *tabs;    /* the dispatcher's current stage table (limits) */
+    struct db *db;                   /* maintenance's own connection */
+    reconcile_limits_fn limits;
+    void *limits_arg;
     int64_t pass_ms;                 /* RECONCILE_INTERVAL */
     int64_t anomaly_ms;              /* ANOMALY_INTERVAL */
     uv_timer_t pass_timer;
@@ -29,14 +33,15 @@ struct reconcile {
     bool pass_inflight;
     const char *pass_again;          /* trigger of a pass asked for during one, or NULL */
     bool anomaly_inflight;
+    size_t anomaly_step;             /* views refreshed so far in the run under way */
     bool stopped;
 };
 
-/* Starts both timers on loop; tabs points at the dispatcher's current
- * table, read at each pass. Returns 0, or a negative libuv error (logged).
- * The timers are closed with the loop's other handles. */
+/* Starts both timers on loop; limits(arg) is asked at each pass.
+ * Returns 0, or a negative libuv error (logged). The timers are closed
+ * with the loop's other handles. */
 int reconcile_start(struct reconcile *rc, uv_loop_t *loop, struct db *db, const struct conf *conf,
-                    struct stagetab *const *tabs);
+                    reconcile_limits_fn limits, void *arg);
 
 /* NOTIFY reconcile arrived: a pass now (W-24). */
 void reconcile_notify(struct reconcile *rc);
@@ -46,7 +51,7 @@ void reconcile_stop(struct reconcile *rc);
 
 /* The per-stage limits pepsi.reconcile() judges stuck messages by, as JSON:
  * {"<stage>": {"max_runtime_ms": N, "queue_limit": N}, ...} for the stages
- * of t (an empty object when t is NULL). malloc'd; NULL on failure. */
-char *reconcile_limits_json(const struct stagetab *t);
+ * of c (an empty object when c is NULL). malloc'd; NULL on failure. */
+char *reconcile_limits_json(const struct conf *c);
 
 #endif

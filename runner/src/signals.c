@@ -81,6 +81,10 @@ static void versions_done(struct db *db, PGresult *res, void *arg)
     for (int i = 0; i < CONTROL_COUNT; i++) {
         if (now[i] < 0 || now[i] == cs->seen[i])
             continue;
+        if (cs->seen[i] < 0) {
+            cs->seen[i] = now[i]; /* the first reading is where we start from */
+            continue;
+        }
         log_debug(COMPONENT, "%s version %lld (was %lld)", channel_names[i], (long long)now[i],
                   (long long)cs->seen[i]);
         cs->seen[i] = now[i];
