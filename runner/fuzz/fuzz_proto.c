@@ -2,13 +2,13 @@
  * line_buf_feed() splitting a byte stream into lines, proto_parse_line()
  * on every worker line, proto_parse_id() on the same lines as message ids.
  *
- * Input: byte 1 says which lines stop the feed from the callback (every
- * Nth, N its low 3 bits, 0 none) and, when its top 5 bits are all set, that
- * the stream repeats 128 times (so that lines past PROTO_MAX_LINE are
- * reachable); byte 0 bounds the chunk sizes the stream is fed in (1..256
- * times the copies), in a pseudo-random order seeded by the input; the
- * rest is the stream. Checked, beyond not
- * crashing:
+ * Input: byte 0 bounds the chunk sizes the stream is fed in (1..256, or
+ * 4 kB..68 kB with a filler), in a pseudo-random order seeded by the input;
+ * byte 1 says which lines stop the feed from the callback (every Nth, N
+ * its low 3 bits, 0 none) and, with bit 3 set, that bytes 2 and 3 place a
+ * filler of 'x' around PROTO_MAX_LINE long (65408 + byte 2) at offset
+ * byte 3 of the rest, so that lines just under, at and past the limit are
+ * reachable; the rest is the stream. Checked, beyond not crashing:
  *   - any split of the stream delivers the same lines, in order, as
  *     cutting it at every '\n'; a line longer than PROTO_MAX_LINE ends the
  *     feed with -1; what is left unterminated stays buffered;
@@ -20,6 +20,7 @@
  *   - an id that parses is > 0 and survives proto_format_ids and back. */
 #include "proto.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -140,11 +141,16 @@ static size_t first_long_line(const char *s, size_t len)
     return len;
 }
 
-/* Feeds one chunk, then 0-byte feeds while the callback keeps stopping
- * the feed. Returns line_buf_feed's -1, else 0. */
+/* Feeds one chunk, from a buffer of exactly its size so that ASan sees a
+ * read past it, then 0-byte feeds while the callback keeps stopping the
+ * feed. Returns line_buf_feed's -1, else 0. */
 static int feed_chunk(struct line_buf *lb, struct feed *f, const char *data, size_t n)
 {
-    int rc = line_buf_feed(lb, data, n, line_cb, f);
+    char *chunk = malloc(n);
+    REQUIRE(chunk != NULL);
+    memcpy(chunk, data, n);
+    int rc = line_buf_feed(lb, chunk, n, line_cb, f);
+    free(chunk);
     while (rc > 0)
         rc = line_buf_feed(lb, NULL, 0, line_cb, f);
     return rc;
@@ -158,26 +164,44 @@ static uint32_t next_rand(uint32_t *s)
     return *s;
 }
 
+/* The stream: body, with the filler inserted at its offset when asked. */
+static char *make_stream(const uint8_t *data, size_t size, size_t *len)
+{
+    bool filler = (data[1] & 8) && size >= 4;
+    const char *body = (const char *)data + (filler ? 4 : 2);
+    size_t body_len = size - (filler ? 4 : 2);
+    size_t fill = filler ? PROTO_MAX_LINE - 128 + (size_t)data[2] : 0;
+    size_t at = filler && body_len > 0 ? data[3] % (body_len + 1) : 0;
+    char *s = malloc(body_len + fill + 1);
+    if (!s)
+        return NULL;
+    memcpy(s, body, at);
+    memset(s + at, 'x', fill);
+    memcpy(s + at + fill, body + at, body_len - at);
+    *len = body_len + fill;
+    return s;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 2)
         return 0;
-    size_t copies = (data[1] & 0xF8) == 0xF8 ? 128 : 1;
-    size_t max_chunk = ((size_t)data[0] + 1) * copies;  /* a long stream in few pieces */
-    const char *body = (const char *)data + 2;
-    size_t body_len = size - 2;
-    char *stream = malloc(body_len * copies + 1);
+    struct feed f = {NULL, 0, 0, 0, data[1] & 7};
+    char *stream = make_stream(data, size, &f.len);
     if (!stream)
         return 0;
-    for (size_t i = 0; i < copies; i++)
-        memcpy(stream + i * body_len, body, body_len);
-    struct feed f = {stream, body_len * copies, 0, 0, data[1] & 7};
+    f.stream = stream;
+    /* a long stream in few pieces: line_buf_feed scans a partial line
+     * again on every feed */
+    bool long_stream = f.len > PROTO_MAX_LINE / 4;
+    size_t min_chunk = long_stream ? 4096 : 1;
+    size_t max_chunk = ((size_t)data[0] + 1) * (long_stream ? 256 : 1);
     struct line_buf lb = {0};
     uint32_t seed = 0x9E3779B9u ^ data[0] ^ ((uint32_t)data[1] << 8) ^ (uint32_t)size;
     size_t pos = 0;
     int rc = 0;
     while (rc == 0 && pos < f.len) {
-        size_t n = 1 + next_rand(&seed) % max_chunk;
+        size_t n = min_chunk + next_rand(&seed) % max_chunk;
         if (n > f.len - pos)
             n = f.len - pos;
         rc = feed_chunk(&lb, &f, stream + pos, n);
