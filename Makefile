@@ -1,7 +1,8 @@
 # pepsi — build, test, run, bench, install.
 #
 #   make            build build/pepsi-runner and its pepsi-stage-* links
-#   make test       fast C unit tests, no database
+#   make test       fast C unit tests, no database; also replays every fuzz
+#                   corpus and regression input (runner/fuzz/) once
 #   make check      everything CI runs: unit tests, the migration chain and
 #                   pgTAP, end-to-end tests against a real PostgreSQL
 #   make run        a local cluster in .pepsi/, schema deployed, the runner
@@ -11,6 +12,9 @@
 #   make lint       cppcheck, shell syntax, generated files up to date
 #   make install    PREFIX=/usr/local, DESTDIR honoured
 #   make SANITIZE=1 ...    the same with ASan and UBSan (in build-asan/)
+#   make fuzz       every libFuzzer target runner/fuzz/fuzz_NAME.c, built with
+#                   clang, ASan and UBSan in build-fuzz/, FUZZ_TIME seconds
+#                   each (default 60); FUZZ_TARGETS=a,b picks (scripts/fuzz)
 
 PREFIX   ?= /usr/local
 BINDIR   ?= $(PREFIX)/bin
@@ -40,9 +44,25 @@ OBJ_LIB  := $(SRC_LIB:%.c=$(BUILD)/%.o)
 OBJ_MAIN := $(SRC_MAIN:%.c=$(BUILD)/%.o)
 TESTS    := $(patsubst runner/tests/%.c,$(BUILD)/tests/%,$(wildcard runner/tests/test_*.c))
 STAGES   := pass exec discard http if edit-settings
+
+# Fuzzing (issue 11): each runner/fuzz/fuzz_NAME.c is one libFuzzer target
+# with its seed corpus in runner/fuzz/corpus/NAME/ and the crash inputs it
+# once failed on in runner/fuzz/regressions/NAME/. `make test` builds, with
+# the normal compiler, replay_NAME (the target plus runner/fuzz/replay.c)
+# and feeds it both directories once; `make fuzz` builds the targets with
+# clang and libFuzzer into build-fuzz/ and runs them (scripts/fuzz).
+FUZZ_NAMES := $(patsubst runner/fuzz/fuzz_%.c,%,$(wildcard runner/fuzz/fuzz_*.c))
+REPLAYS  := $(FUZZ_NAMES:%=$(BUILD)/fuzz/replay_%)
+FUZZERS  := $(FUZZ_NAMES:%=$(BUILD)/fuzz/fuzz_%)
+FUZZ_BUILD := build-fuzz
+FUZZ_CC  ?= clang
+FUZZ_TIME ?= 60
+FUZZ_TARGETS ?=
+FUZZ_SANITIZE := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 RUNNER   := $(BUILD)/pepsi-runner
 
-.PHONY: all test check check-unit check-sql check-e2e run deploy revert bench lint install clean valgrind
+.PHONY: all test check check-unit check-sql check-e2e run deploy revert bench lint install clean valgrind \
+	fuzz fuzz-build
 
 all: $(RUNNER) $(STAGES:%=$(BUILD)/pepsi-stage-%)
 
@@ -69,8 +89,28 @@ $(BUILD)/tests/%: runner/tests/%.c $(OBJ_LIB)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
-test check-unit: $(TESTS)
-	@scripts/run-unit-tests $(TESTS)
+$(BUILD)/fuzz/replay_%: runner/fuzz/fuzz_%.c runner/fuzz/replay.c $(OBJ_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -DFUZZ_NAME='"$*"' $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+test check-unit: $(TESTS) $(REPLAYS)
+	@scripts/run-unit-tests $(TESTS) $(REPLAYS)
+
+# The library objects get libFuzzer's coverage hooks (fuzzer-no-link), the
+# target its main (fuzzer); a sub-make builds them into build-fuzz/. clang
+# warns where gcc, the compiler -Werror is kept for, does not: its warnings
+# are shown but do not stop the fuzz build.
+$(BUILD)/fuzz/fuzz_%: runner/fuzz/fuzz_%.c $(OBJ_LIB)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -fsanitize=fuzzer $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
+
+fuzz-build: $(FUZZERS)
+
+fuzz:
+	$(MAKE) BUILD=$(FUZZ_BUILD) CC=$(FUZZ_CC) SANITIZE= \
+		CFLAGS='-O1 -g -Wno-error $(FUZZ_SANITIZE) -fsanitize=fuzzer-no-link' \
+		LDFLAGS='$(FUZZ_SANITIZE)' fuzz-build
+	FUZZ_TIME=$(FUZZ_TIME) FUZZ_TARGETS=$(FUZZ_TARGETS) scripts/fuzz $(FUZZ_BUILD) $(FUZZ_NAMES)
 
 check-sql:
 	scripts/test-sql
@@ -80,8 +120,8 @@ check-e2e: all
 
 check: check-unit check-sql check-e2e
 
-valgrind: all $(TESTS)
-	PEPSI_VALGRIND=1 scripts/run-unit-tests $(TESTS)
+valgrind: all $(TESTS) $(REPLAYS)
+	PEPSI_VALGRIND=1 scripts/run-unit-tests $(TESTS) $(REPLAYS)
 	PEPSI_BUILD=$(BUILD) PEPSI_VALGRIND=1 scripts/test-e2e
 
 run: all
@@ -98,7 +138,7 @@ bench: all
 
 lint:
 	cppcheck --quiet --inline-suppr --error-exitcode=1 --enable=warning,portability --std=c11 \
-		--suppress=missingIncludeSystem -Irunner/src runner/src runner/tests
+		--suppress=missingIncludeSystem -Irunner/src runner/src runner/tests runner/fuzz
 	for f in scripts/* bench/run bench/ingress .ci/run runner/tests/e2e/*.t runner/tests/e2e/*.sh; do \
 		[ -f "$$f" ] && bash -n "$$f" || exit 1; done
 	scripts/schema-manifest > /dev/null
@@ -119,4 +159,4 @@ install: all
 			> $(DESTDIR)$(UNITDIR)/$$u.service && chmod 644 $(DESTDIR)$(UNITDIR)/$$u.service || exit 1; done
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan $(FUZZ_BUILD)
