@@ -37,19 +37,18 @@ static void test_conf_keys(void)
 
 static void test_limits(void)
 {
-    struct stagetab t;
+    struct conf c;
     char err[512] = "";
-    memset(&t, 0, sizeof t);
     CHECK_INT(conf_load_string("[stage-a]\nPROGRAM = p\nMAX_RUNTIME = 30s\nQUEUE_LIMIT = 2\n"
                                "[stage-b.c]\nPROGRAM = p\n",
-                               "t.conf", &t.conf, err, sizeof err),
+                               "t.conf", &c, err, sizeof err),
               0, "two stages");
-    char *json = reconcile_limits_json(&t);
+    char *json = reconcile_limits_json(&c);
     CHECK_STR(json, "{\"a\":{\"max_runtime_ms\":30000,\"queue_limit\":2},"
                     "\"b.c\":{\"max_runtime_ms\":600000,\"queue_limit\":4}}",
               "the pass gets each stage's MAX_RUNTIME and QUEUE_LIMIT");
     free(json);
-    conf_free(&t.conf);
+    conf_free(&c);
     json = reconcile_limits_json(NULL);
     CHECK_STR(json, "{}", "no stage table: no limits");
     free(json);
