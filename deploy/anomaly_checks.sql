@@ -487,20 +487,33 @@ begin
         perform pepsi.anomaly_refresh(null);
     end if;
     perform pepsi.anomaly_sample_take(p_now);
-    for v_check in select c.name, c.severity from pepsi.anomaly_check c order by c.name loop
+    for v_check in select c.name, c.severity, coalesce(c.max_value, c.min_value) as bound
+                     from pepsi.anomaly_check c order by c.name loop
         select * into v_res from pepsi.anomaly_evaluate(v_check.name, p_now);
-        select s.state, s.since into v_old from pepsi.anomaly_state s where s.check_name = v_check.name;
+        select s.state, s.value, s.subject, s.detail, s.since into v_old
+          from pepsi.anomaly_state s where s.check_name = v_check.name;
         v_had := found;
-        insert into pepsi.anomaly_state as s (check_name, state, value, subject, detail, since, evaluated_at)
-        values (v_check.name, v_res.state, v_res.value, v_res.subject, v_res.detail, p_now, p_now)
-        on conflict on constraint anomaly_state_pkey do update
-           set state = excluded.state, value = excluded.value, subject = excluded.subject,
-               detail = excluded.detail, evaluated_at = excluded.evaluated_at,
-               since = case when s.state = excluded.state then s.since else excluded.since end
-         -- An unchanged result writes nothing (D-139): evaluated_at is
-         -- when the check's result last changed.
-         where (s.state, s.value, s.subject, s.detail)
-               is distinct from (excluded.state, excluded.value, excluded.subject, excluded.detail);
+        -- An unchanged result writes nothing, not even a row lock (D-139).
+        -- Changed means: another state; for a firing check or one in
+        -- error, another subject or detail; or a value that moved by more
+        -- than 1% of the check's bound. A live measure jitters on an idle
+        -- database (the age of the oldest transaction, and which backend
+        -- holds it), which is no news while the check is ok. evaluated_at
+        -- is when the row was last written.
+        if not v_had then
+            insert into pepsi.anomaly_state (check_name, state, value, subject, detail, since, evaluated_at)
+            values (v_check.name, v_res.state, v_res.value, v_res.subject, v_res.detail, p_now, p_now)
+            on conflict on constraint anomaly_state_pkey do nothing;
+        elsif v_old.state is distinct from v_res.state
+              or (v_res.state in ('firing', 'error')
+                  and (v_old.subject, v_old.detail) is distinct from (v_res.subject, v_res.detail))
+              or (v_old.value is null) <> (v_res.value is null)
+              or abs(v_res.value - v_old.value) > 0.01 * abs(coalesce(v_check.bound, 0)) then
+            update pepsi.anomaly_state s
+               set state = v_res.state, value = v_res.value, subject = v_res.subject, detail = v_res.detail,
+                   evaluated_at = p_now, since = case when s.state = v_res.state then s.since else p_now end
+             where s.check_name = v_check.name;
+        end if;
         if v_res.state = 'firing' and not (v_had and v_old.state = 'firing') then
             insert into pepsi.anomaly_signal (check_name, severity, raised_at, value, last_value, subject, detail)
             values (v_check.name, v_check.severity, p_now, v_res.value, v_res.value, v_res.subject, v_res.detail)

@@ -649,7 +649,7 @@ as $$
       from pg_catalog.pg_stat_all_tables s
      where s.schemaname = 'pepsi'
        and s.relname in ('workqueue', 'workqueue_body', 'webhook_events', 'webhook_tombstones',
-                         'webhook_id_sequence', 'webhook_gaps', 'webhook_provider', 'reconcile_settings')
+                         'webhook_id_sequence', 'webhook_gaps', 'webhook_provider')
 $$;
 
 create function pepsi.reconcile_unchanged(p_stamp bigint default pepsi.reconcile_stamp())

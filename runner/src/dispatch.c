@@ -597,20 +597,21 @@ static int stats_json(const struct dispatch_delta *dd, const struct named_delta 
 }
 
 /* Writes the deltas in one call; nothing when there are none (D-139). */
-static void stats_flush(struct runner *r)
+static void stats_flush(struct runner *r, bool force)
 {
     if (r->flush_inflight || !db_connected(&r->db))
         return;
     struct flush_ctx *fc = xcalloc(1, sizeof *fc);
     fc->r = r;
     fc->n_stages = stagetab_take_deltas(r->tabs, &fc->stages);
-    fc->dispatch = r->dstats;
-    memset(&r->dstats, 0, sizeof r->dstats);
-    if (fc->n_stages == 0 && !dispatch_delta_any(&fc->dispatch)) {
+    if (fc->n_stages == 0 && !(force ? dispatch_delta_any(&r->dstats) : dispatch_delta_worth_writing(&r->dstats))) {
+        /* Nothing but the heartbeat's counts: they wait (D-139). */
         named_deltas_free(fc->stages, fc->n_stages);
         free(fc);
         return;
     }
+    fc->dispatch = r->dstats;
+    memset(&r->dstats, 0, sizeof r->dstats);
     char *stages_json = NULL, *disp_json = NULL;
     if (stats_json(&fc->dispatch, fc->stages, fc->n_stages, &stages_json, &disp_json) != 0) {
         log_error(COMPONENT, "cannot encode statistics");
@@ -653,7 +654,7 @@ static void stats_timer_cb(uv_timer_t *t)
     struct runner *r = t->data;
     if (r->shutting_down || !db_connected(&r->db))
         return;
-    stats_flush(r);
+    stats_flush(r, false);
     /* An idle queue orphans no bodies: collect only after traffic (D-143). */
     if (r->traffic_since_gc && !r->gc_inflight) {
         r->traffic_since_gc = false;
@@ -705,7 +706,7 @@ static void tick_cb(uv_timer_t *t)
     /* The pipeline went idle: show the burst's figures now (D-138). */
     if (!r->shutting_down && r->traffic_since_flush && total_inflight(r) == 0 &&
         now >= r->last_flush_ms + IDLE_FLUSH_MIN_MS && db_connected(&r->db))
-        stats_flush(r);
+        stats_flush(r, false);
     if (r->shutting_down)
         shutdown_progress(r);
 }
@@ -1037,7 +1038,7 @@ static void shutdown_progress(struct runner *r)
         return;
     if (!timed_out && db_connected(&r->db)) {
         if (!r->flush_inflight)
-            stats_flush(r);
+            stats_flush(r, true);
         if (!db_idle(&r->db))
             return;
     }
@@ -1206,7 +1207,7 @@ static void runner_init(struct runner *r, struct conf *conf, uv_loop_t *loop, co
     r->env.ev = (struct pool_events){answered_cb, requeue_cb, strike_cb, wake, r};
     r->claimer = claimer_new(conf);
     db_init(&r->db, loop, (struct db_hooks){notify_cb, db_lost_cb, r});
-    control_signals_init(&r->ctl, &r->db, control_act, r);
+    control_signals_init(&r->ctl, &r->db, COMPONENT, control_act, r);
     init_handles(r);
 }
 

@@ -171,10 +171,18 @@ static void refresh_done(struct db *db, PGresult *res, void *arg)
                     (long long)rc->anomaly_ms);
         return;
     }
-    if (PQresultStatus(res) != PGRES_TUPLES_OK)
+    if (PQresultStatus(res) != PGRES_TUPLES_OK) {
         log_warning(COMPONENT, "refresh of pepsi.%s failed: %s sqlstate=%s", anomaly_views[rc->anomaly_step - 1],
                     pgerr_message(db->conn, res), pgerr_sqlstate(res));
+        rc->refresh_failed = true;
+    } else if (strcmp(PQgetvalue(res, 0, 0), "t") != 0) {
+        rc->refresh_failed = true; /* another session was refreshing it: not known current */
+    }
     PQclear(res);
+    if (rc->anomaly_step == N_ANOMALY_VIEWS && !rc->refresh_failed && rc->stamp_pending >= 0) {
+        rc->stamp_refreshed = rc->stamp_pending;
+        rc->stamp_known = true;
+    }
     anomaly_step(rc);
 }
 
@@ -193,6 +201,28 @@ static void anomaly_step(struct reconcile *rc)
     db_query(rc->db, ANOMALY_SQL, 0, NULL, 0, anomaly_done, rc);
 }
 
+/* Whether the data moved since the views were last refreshed: an idle
+ * queue needs no refresh, and a refresh writes (its temporary tables go
+ * into the catalog) — D-139. */
+static void stamp_done(struct db *db, PGresult *res, void *arg)
+{
+    struct reconcile *rc = arg;
+    if (res == NULL) {
+        rc->anomaly_inflight = false;
+        return;
+    }
+    if (PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1) {
+        rc->stamp_pending = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+        if (rc->stamp_known && rc->stamp_pending == rc->stamp_refreshed)
+            rc->anomaly_step = N_ANOMALY_VIEWS; /* the views are current */
+    } else {
+        log_warning(COMPONENT, "cannot read the data stamp: %s; refreshing the views", pgerr_message(db->conn, res));
+        rc->stamp_pending = -1;
+    }
+    PQclear(res);
+    anomaly_step(rc);
+}
+
 static void anomaly_timer_cb(uv_timer_t *t)
 {
     struct reconcile *rc = t->data;
@@ -200,7 +230,8 @@ static void anomaly_timer_cb(uv_timer_t *t)
         return;
     rc->anomaly_inflight = true;
     rc->anomaly_step = 0;
-    anomaly_step(rc);
+    rc->refresh_failed = false;
+    db_query(rc->db, "select pepsi.reconcile_stamp()", 0, NULL, 0, stamp_done, rc);
 }
 
 /* ---- start and stop ---- */

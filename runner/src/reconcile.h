@@ -34,6 +34,10 @@ struct reconcile {
     const char *pass_again;          /* trigger of a pass asked for during one, or NULL */
     bool anomaly_inflight;
     size_t anomaly_step;             /* views refreshed so far in the run under way */
+    bool refresh_failed;             /* a view of this run was not refreshed */
+    long long stamp_pending;         /* pepsi.reconcile_stamp() at the start of this run, -1 unknown */
+    long long stamp_refreshed;       /* the stamp the views were last all refreshed at */
+    bool stamp_known;
     bool stopped;
 };
 

@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define COMPONENT "dispatch"
 #define VERSIONS_SQL "select channel, version from pepsi.control_signal_versions()"
 
 static const char *const channel_names[CONTROL_COUNT] = {"config_changed", "telemetry_changed", "reconcile"};
@@ -25,11 +24,12 @@ const char *control_channel_name(enum control_channel ch)
     return ch < CONTROL_COUNT ? channel_names[ch] : "?";
 }
 
-void control_signals_init(struct control_signals *cs, struct db *db,
+void control_signals_init(struct control_signals *cs, struct db *db, const char *component,
                           void (*act)(void *arg, enum control_channel ch), void *arg)
 {
     memset(cs, 0, sizeof *cs);
     cs->db = db;
+    cs->component = component;
     cs->act = act;
     cs->arg = arg;
     for (int i = 0; i < CONTROL_COUNT; i++)
@@ -72,7 +72,7 @@ static void versions_done(struct db *db, PGresult *res, void *arg)
     if (res == NULL)
         return; /* the connection broke: the reconnect checks again */
     if (versions_of(res, now) != 0) {
-        log_warning(COMPONENT, "cannot read the control signal versions: %s", pgerr_message(db->conn, res));
+        log_warning(cs->component, "cannot read the control signal versions: %s", pgerr_message(db->conn, res));
         PQclear(res);
         return;
     }
@@ -85,14 +85,14 @@ static void versions_done(struct db *db, PGresult *res, void *arg)
             cs->seen[i] = now[i]; /* the first reading is where we start from */
             continue;
         }
-        log_debug(COMPONENT, "%s version %lld (was %lld)", channel_names[i], (long long)now[i],
+        log_debug(cs->component, "%s version %lld (was %lld)", channel_names[i], (long long)now[i],
                   (long long)cs->seen[i]);
         cs->seen[i] = now[i];
         any = true;
         cs->act(cs->arg, (enum control_channel)i);
     }
     if (!any)
-        log_debug(COMPONENT, "a control notification without a new version: ignored");
+        log_debug(cs->component, "a control notification without a new version: ignored");
     if (cs->again) {
         cs->again = false;
         read_versions(cs);
@@ -107,7 +107,7 @@ static void read_versions(struct control_signals *cs)
 
 void control_signals_check(struct control_signals *cs, const char *name)
 {
-    log_debug(COMPONENT, "control notification \"%s\": reading versions", name ? name : "(reconnect)");
+    log_debug(cs->component, "control notification \"%s\": reading versions", name ? name : "(reconnect)");
     if (cs->inflight) {
         cs->again = true;
         return;

@@ -24,6 +24,7 @@ enum control_channel {
 
 struct control_signals {
     struct db *db;
+    const char *component;           /* for log lines */
     int64_t seen[CONTROL_COUNT];     /* versions acted on; -1 before the first read */
     bool inflight;                   /* a version read is under way */
     bool again;                      /* another notification came meanwhile */
@@ -39,7 +40,7 @@ int control_channel_of(const char *name);
 const char *control_channel_name(enum control_channel ch);
 
 /* Prepares cs; nothing is read yet. */
-void control_signals_init(struct control_signals *cs, struct db *db,
+void control_signals_init(struct control_signals *cs, struct db *db, const char *component,
                           void (*act)(void *arg, enum control_channel ch), void *arg);
 
 /* At start-up, before the stage table is first loaded: records the

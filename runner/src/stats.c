@@ -16,6 +16,12 @@ bool stage_delta_any(const struct stage_delta *d)
     return false;
 }
 
+bool dispatch_delta_worth_writing(const struct dispatch_delta *d)
+{
+    /* claims and wakeups alone are the heartbeat's own bookkeeping */
+    return d->claimed || d->notifications || d->workers_started || d->workers_exited || d->bodies_collected;
+}
+
 bool dispatch_delta_any(const struct dispatch_delta *d)
 {
     DISPATCH_FIELDS(NONZERO)

@@ -33,6 +33,11 @@ struct dispatch_delta {
 
 /* Whether anything was counted. */
 bool stage_delta_any(const struct stage_delta *d);
+/* Whether d holds more than heartbeat claims and wake-ups: an idle
+ * dispatcher writes nothing (D-139); those counts wait for the next write
+ * that has something to say, or for shutdown. */
+bool dispatch_delta_worth_writing(const struct dispatch_delta *d);
+
 bool dispatch_delta_any(const struct dispatch_delta *d);
 
 /* Appends {"stage": name, "runs": ...} for the non-zero counters of d to
