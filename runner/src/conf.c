@@ -902,9 +902,10 @@ static void check_postgres(struct parser *p)
     if (has < 0)
         fail(p, line, "key \"WORKER_CONNINFO\" in [pepsi-postgres]: %s", why);
     else if (has > 0)
-        fail(p, line, "key \"WORKER_CONNINFO\" in [pepsi-postgres]: holds a password, and this string "
-             "goes into every worker's environment; leave the password out and let workers find it "
-             "the way libpq does (a passfile: passfile= or PGPASSFILE; or a service: service=)");
+        fail(p, line, "key \"WORKER_CONNINFO\" in [pepsi-postgres]: holds a password (password= or "
+             "sslpassword=), and this string goes into every worker's environment; leave the password "
+             "out and let workers find it the way libpq does (a passfile: passfile= or PGPASSFILE; or "
+             "a service: service=)");
 }
 
 static bool has_suffix(const char *s, const char *suffix)

@@ -97,6 +97,7 @@ int conninfo_split(const char *conninfo, bool drop_passfile, struct conninfo_par
     }
     out->without = buf;
     out->password = dup_or_null(option(opts, "password"));
+    out->has_sslpassword = option(opts, "sslpassword") != NULL;
     const char *host = option(opts, "host");
     out->host = dup_or_null(host ? host : option(opts, "hostaddr"));
     out->port = dup_or_null(option(opts, "port"));
@@ -128,7 +129,7 @@ int conninfo_has_password(const char *conninfo, char *err, size_t errlen)
     PQconninfoOption *opts = parse(conninfo, err, errlen);
     if (!opts)
         return -1;
-    int has = option(opts, "password") != NULL;
+    int has = option(opts, "password") != NULL || option(opts, "sslpassword") != NULL;
     PQconninfoFree(opts);
     return has;
 }
@@ -283,6 +284,13 @@ int worker_auth_prepare(const struct conf *c, struct worker_auth *a, char *err, 
     }
     if (conninfo_split(c->conninfo, true, &p, err, errlen) != 0)
         return -1;
+    if (p.has_sslpassword) {
+        snprintf(err, errlen, "CONNINFO holds an sslpassword, which would go into every worker's "
+                 "environment (libpq reads it from no passfile): give workers a WORKER_CONNINFO "
+                 "without it (e.g. a client key without a passphrase that they may read)");
+        conninfo_parts_free(&p);
+        return -1;
+    }
     const char *env_pw = getenv("PGPASSWORD");
     const char *password = p.password ? p.password : env_pw && *env_pw ? env_pw : NULL;
     if (password == NULL) {

@@ -22,6 +22,7 @@ struct conninfo_parts {
     char *dbname;        /*   dbname and user as given */
     char *user;
     bool has_passfile;   /* it names a passfile= of its own */
+    bool has_sslpassword;/* it holds an sslpassword= (a client key's passphrase) */
 };
 
 /* Takes conninfo ("" = libpq's defaults) apart into *out. Keys other than
@@ -34,8 +35,8 @@ int conninfo_split(const char *conninfo, bool drop_passfile, struct conninfo_par
 /* Frees what conninfo_split allocated; *p is zeroed. */
 void conninfo_parts_free(struct conninfo_parts *p);
 
-/* 1 when conninfo holds a non-empty password, 0 when not, -1 when libpq
- * cannot parse it (its reason in err). */
+/* 1 when conninfo holds a non-empty password or sslpassword, 0 when not,
+ * -1 when libpq cannot parse it (its reason in err). */
 int conninfo_has_password(const char *conninfo, char *err, size_t errlen);
 
 /* One field of a passfile line with ':' and '\' escaped by a '\', as libpq
@@ -58,6 +59,8 @@ struct worker_auth {
 /* Decides *a from the configuration and the runner's environment:
  *   - WORKER_CONNINFO set: workers get it as it is (conf_load refused it
  *     with a password); no passfile is written;
+ *   - CONNINFO with an sslpassword: refused (-1), as libpq reads that
+ *     from no file and it would be in every worker's environment;
  *   - else CONNINFO without its password; the password (CONNINFO's, else
  *     $PGPASSWORD's) goes to a passfile, mode 0600, in a directory made
  *     with mkdtemp (mode 0700) under $RUNTIME_DIRECTORY (set by systemd's

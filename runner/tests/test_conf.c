@@ -535,6 +535,8 @@ static void test_conninfo_keys(void)
         "issue 11: a WORKER_CONNINFO with a password");
     bad("[pepsi-postgres]\nWORKER_CONNINFO = postgres://u:pw@h/db\n", NAME ":2: ", "passfile",
         "issue 11: a WORKER_CONNINFO URI with a password (the error says where passwords go)");
+    bad("[pepsi-postgres]\nWORKER_CONNINFO = sslkey=/k sslpassword=x\n", NAME ":2: ", "holds a password",
+        "issue 11: a WORKER_CONNINFO with an sslpassword");
     bad("[pepsi-postgres]\nWORKER_CONNINFO = user='\n", NAME ":2: ", "WORKER_CONNINFO",
         "an unparsable WORKER_CONNINFO");
     struct conf c;
@@ -566,6 +568,7 @@ static void test_secret_files(void)
     } secrets[] = {
         {"[pepsi-postgres]\nCONNINFO = host=h password=pw\n", "key \"CONNINFO\" in [pepsi-postgres] holds a password"},
         {"[pepsi-postgres]\nCONNINFO = postgresql://u:pw@h/db\n", "CONNINFO\" in [pepsi-postgres] holds a password"},
+        {"[pepsi-postgres]\nCONNINFO = sslkey=/k sslpassword=x\n", "CONNINFO\" in [pepsi-postgres] holds a password"},
         {"[stage-out]\nPROGRAM = pepsi-stage-http\nURL = https://x.org/\nSIGNING_SECRET = whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\n",
          "key \"SIGNING_SECRET\" in [stage-out] holds a secret"},
         {"[stage-out]\nPROGRAM = pepsi-stage-http\nAUTHORIZATION = Bearer sk_live_x\n",

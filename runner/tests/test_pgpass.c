@@ -120,6 +120,8 @@ static void test_split_edges(void)
     CHECK_INT(conninfo_has_password("postgres://a@h/d", err, sizeof err), 0, "a URI without one");
     CHECK_INT(conninfo_has_password("service=pepsi", err, sizeof err), 0, "a service has none");
     CHECK_INT(conninfo_has_password("'", err, sizeof err), -1, "unparsable");
+    CHECK_INT(conninfo_has_password("sslkey=/k sslpassword=x", err, sizeof err), 1,
+              "an sslpassword counts as a password");
 }
 
 static void test_pgpass_escaping(void)
@@ -281,6 +283,14 @@ static void test_worker_auth(void)
     c = conf_with("host=h password='two\nlines'", NULL);
     CHECK_INT(worker_auth_prepare(&c, &a, err, sizeof err), -1, "a password with a line break is refused");
     CHECK_CONTAINS(err, "line break", "saying why");
+
+    c = conf_with("host=h sslkey=/etc/pepsi/key sslpassword=x", NULL);
+    CHECK_INT(worker_auth_prepare(&c, &a, err, sizeof err), -1,
+              "issue 11: a CONNINFO with an sslpassword is refused (no file holds it for workers)");
+    CHECK_CONTAINS(err, "WORKER_CONNINFO", "saying what to do instead");
+    c = conf_with("host=h sslkey=/etc/pepsi/key sslpassword=x", "host=h sslkey=/etc/pepsi/worker.key");
+    CHECK_INT(worker_auth_prepare(&c, &a, err, sizeof err), 0, "with a WORKER_CONNINFO it starts");
+    worker_auth_cleanup(&a);
 
     setenv("RUNTIME_DIRECTORY", "/nonexistent/run", 1);
     c = conf_with("password=p", NULL);
