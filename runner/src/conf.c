@@ -25,14 +25,21 @@
  *              Configuration keys also require a duration > 0.
  *   booleans   yes/no, true/false, on/off, 1/0, case-insensitive.
  *   integers   decimal, within the key's range.
- *   optional strings (CONFIG_FILE, BOUNCE_STAGE, NEXT, FUSION): an empty
- *              value means unset, the same as leaving the key out.
+ *   optional strings (WORKER_CONNINFO, CONFIG_FILE, BOUNCE_STAGE, NEXT,
+ *              FUSION): an empty value means unset, the same as leaving
+ *              the key out.
+ *   connection strings (CONNINFO, WORKER_CONNINFO) must parse with libpq's
+ *              PQconninfoParse; WORKER_CONNINFO must hold no password.
  * Errors: the first one wins and conf_load() returns it as
  *   "FILE:LINE: key \"KEY\" in [SECTION]: message",
  *   "FILE:LINE: section [SECTION]: message", "FILE:LINE: message" or
- *   "FILE: message". */
+ *   "FILE: message".
+ * Secrets (issue 11): a file whose own keys hold a secret (see
+ * secret_in_file()) is refused with CONF_INSECURE when users other than its
+ * owner and group may access it, as ssh and libpq refuse such files. */
 #include "conf.h"
 
+#include "pgpass.h"
 #include "proto.h"
 
 #include <errno.h>
@@ -43,6 +50,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
+
+#include <curl/curl.h>
 
 #define STAGE_NAME_MAX 63
 #define SECTION_TEXT_MAX 96         /* of a section name kept for messages */
@@ -91,6 +101,7 @@ static const struct key_def keys[] = {
     {SK_PEPSI, "SHARE_TELEMETRY", KT_BOOL, 0, 0, 0, "no", CONF_AT(share_telemetry)},
 
     {SK_POSTGRES, "CONNINFO", KT_STRING, 0, 0, 0, "", CONF_AT(conninfo)},
+    {SK_POSTGRES, "WORKER_CONNINFO", KT_STRING, KF_OPTIONAL, 0, 0, "", CONF_AT(worker_conninfo)},
     {SK_POSTGRES, "WORKER_SYNCHRONOUS_COMMIT", KT_BOOL, 0, 0, 0, "no",
      CONF_AT(worker_synchronous_commit)},
     {SK_POSTGRES, "CONNECT_TIMEOUT", KT_DURATION, 0, 0, 0, "10s", CONF_AT(connect_timeout_ms)},
@@ -168,6 +179,8 @@ struct parser {
     int key_line[N_KEYS];           /* keys of the fixed sections */
     int (*stage_key_line)[N_KEYS];  /* keys of each stage, like c->stages */
     size_t stages_cap;
+    const struct stat *st;          /* the file's status, NULL for a string */
+    bool insecure;                  /* refused for its permissions: CONF_INSECURE */
 };
 
 /* ---- errors ---- */
@@ -892,6 +905,121 @@ static void check_stages(struct parser *p)
     }
 }
 
+/* ---- connection strings and secrets (issue 11) ---- */
+
+static int postgres_key_line(struct parser *p, const char *name)
+{
+    const struct key_def *k = key_find(SK_POSTGRES, name);
+    return k ? p->key_line[k - keys] : 0;
+}
+
+/* CONNINFO must parse; WORKER_CONNINFO must parse and hold no password, as
+ * it goes into every worker's environment. */
+static void check_postgres(struct parser *p)
+{
+    char why[256];
+    if (conninfo_has_password(p->c->conninfo, why, sizeof why) < 0)
+        fail(p, postgres_key_line(p, "CONNINFO"), "key \"CONNINFO\" in [pepsi-postgres]: %s", why);
+    if (p->c->worker_conninfo == NULL)
+        return;
+    int has = conninfo_has_password(p->c->worker_conninfo, why, sizeof why);
+    int line = postgres_key_line(p, "WORKER_CONNINFO");
+    if (has < 0)
+        fail(p, line, "key \"WORKER_CONNINFO\" in [pepsi-postgres]: %s", why);
+    else if (has > 0)
+        fail(p, line, "key \"WORKER_CONNINFO\" in [pepsi-postgres]: holds a password (password= or "
+             "sslpassword=), and this string goes into every worker's environment; leave the password "
+             "out and let workers find it the way libpq does (a passfile: passfile= or PGPASSFILE; or "
+             "a service: service=)");
+}
+
+static bool has_suffix(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+/* A key named like a credential: AUTHORIZATION, SIGNING_SECRET, any name
+ * with SECRET, PASSWORD or PASSWD in it, or ending in TOKEN or API_KEY. */
+static bool secret_key_name(const char *name)
+{
+    static const char *const parts[] = {"AUTHORIZATION", "SECRET", "PASSWORD", "PASSWD"};
+    for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++)
+        if (strstr(name, parts[i]))
+            return true;
+    return has_suffix(name, "TOKEN") || has_suffix(name, "API_KEY");
+}
+
+/* A URL with a password in it (scheme://user:password@host/...), as
+ * libcurl's URL parser reads it. */
+static bool url_with_password(const char *value)
+{
+    if (strstr(value, "://") == NULL)
+        return false;
+    CURLU *u = curl_url();
+    if (u == NULL)
+        return false;
+    char *pw = NULL;
+    bool has = curl_url_set(u, CURLUPART_URL, value, CURLU_NON_SUPPORT_SCHEME) == CURLUE_OK &&
+               curl_url_get(u, CURLUPART_PASSWORD, &pw, 0) == CURLUE_OK && pw && *pw;
+    curl_free(pw);
+    curl_url_cleanup(u);
+    return has;
+}
+
+/* The first key of kv[n] that holds a secret, or NULL. */
+static const struct conf_kv *secret_kv(const struct conf_kv *kv, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (*kv[i].value && (secret_key_name(kv[i].key) || url_with_password(kv[i].value)))
+            return &kv[i];
+    return NULL;
+}
+
+/* Whether the file's own keys hold a secret: a password in CONNINFO, or
+ * a key of [pepsi-ingress], [pepsi-beanstalk] or a stage section named
+ * like a credential or holding a URL with a password. Says which in what
+ * and where in *line. */
+static bool secret_in_file(struct parser *p, int *line, char *what, size_t cap)
+{
+    const struct conf *c = p->c;
+    const struct conf_kv *kv;
+    if (conninfo_has_password(c->conninfo, NULL, 0) > 0) {
+        *line = postgres_key_line(p, "CONNINFO");
+        snprintf(what, cap, "key \"CONNINFO\" in [pepsi-postgres] holds a password");
+        return true;
+    }
+    const char *sect = NULL;
+    if ((kv = secret_kv(c->ingress, c->n_ingress)) != NULL)
+        sect = "pepsi-ingress";
+    else if ((kv = secret_kv(c->beanstalk, c->n_beanstalk)) != NULL)
+        sect = "pepsi-beanstalk";
+    for (size_t i = 0; kv == NULL && i < c->n_stages; i++)
+        if ((kv = secret_kv(c->stages[i].own, c->stages[i].n_own)) != NULL)
+            snprintf(what, cap, "key \"%s\" in [stage-%s] holds a secret", kv->key, c->stages[i].name);
+    if (kv == NULL)
+        return false;
+    if (sect)
+        snprintf(what, cap, "key \"%s\" in [%s] holds a secret", kv->key, sect);
+    *line = kv->line;
+    return true;
+}
+
+/* A file holding a secret must not be open to other users (issue 11). */
+static void check_secrets(struct parser *p)
+{
+    char what[256];
+    int line = 0;
+    if (p->failed || p->st == NULL || (p->st->st_mode & S_IRWXO) == 0)
+        return;
+    if (!secret_in_file(p, &line, what, sizeof what))
+        return;
+    fail(p, line, "%s, and users other than the file's owner and group may read it (mode %04o); "
+         "refusing it, as ssh and libpq do with such files: run chmod o-rwx %s",
+         what, (unsigned)(p->st->st_mode & 07777), p->name);
+    p->insecure = true;
+}
+
 /* ---- the database overlay (D-117) ---- */
 
 static void remove_stage(struct parser *p, size_t i)
@@ -1050,6 +1178,7 @@ void conf_free(struct conf *c)
         return;
     free(c->path);
     free(c->conninfo);
+    free(c->worker_conninfo);
     free(c->config_file);
     conf_kv_free(c->ingress, c->n_ingress);
     conf_kv_free(c->beanstalk, c->n_beanstalk);
@@ -1066,12 +1195,13 @@ void conf_free(struct conf *c)
     memset(c, 0, sizeof(*c));
 }
 
-static int parse_text(const char *text, size_t len, const char *name,
+static int parse_text(const char *text, size_t len, const char *name, const struct stat *st,
                       const struct conf_override *rows, size_t n_rows, struct conf *out,
                       char *err, size_t errlen)
 {
     struct parser p = {
         .c = out, .name = name, .err = err, .errlen = errlen, .pos = text, .end = text + len,
+        .st = st,
     };
     if (!(out->path = strdup(name)))
         fail_oom(&p);
@@ -1082,6 +1212,8 @@ static int parse_text(const char *text, size_t len, const char *name,
             fail_oom(&p);
         else if (rc > 0 && (!p.failed || rc < p.err_line))
             syntax_error(&p, rc);
+        check_postgres(&p);
+        check_secrets(&p);
         apply_overlay(&p, rows, n_rows);
         check_stages(&p);
     }
@@ -1089,7 +1221,7 @@ static int parse_text(const char *text, size_t len, const char *name,
     if (!p.failed)
         return 0;
     conf_free(out);
-    return -1;
+    return p.insecure ? CONF_INSECURE : -1;
 }
 
 static void say(char *err, size_t errlen, const char *name, const char *what, int e)
@@ -1098,12 +1230,18 @@ static void say(char *err, size_t errlen, const char *name, const char *what, in
         snprintf(err, errlen, "%s: %s: %s", name, what, strerror(e));
 }
 
-/* Reads the whole file into a malloc'd, NUL-terminated buffer. */
-static char *read_file(const char *path, size_t *len, char *err, size_t errlen)
+/* Reads the whole file into a malloc'd, NUL-terminated buffer; *st gets
+ * the status of the file opened (its mode, for check_secrets). */
+static char *read_file(const char *path, size_t *len, struct stat *st, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "r");
     if (!f) {
         say(err, errlen, path, "cannot open", errno);
+        return NULL;
+    }
+    if (fstat(fileno(f), st) != 0) {
+        say(err, errlen, path, "cannot read its status", errno);
+        fclose(f);
         return NULL;
     }
     size_t cap = 4096, n = 0;
@@ -1151,10 +1289,11 @@ int conf_load_overlay(const char *path, const struct conf_override *rows, size_t
             snprintf(err, errlen, "no configuration file given");
         return -1;
     }
-    char *text = read_file(path, &len, err, errlen);
+    struct stat st;
+    char *text = read_file(path, &len, &st, err, errlen);
     if (!text)
         return -1;
-    int rc = parse_text(text, len, path, rows, n_rows, out, err, errlen);
+    int rc = parse_text(text, len, path, &st, rows, n_rows, out, err, errlen);
     free(text);
     return rc;
 }
@@ -1172,7 +1311,7 @@ int conf_load_string(const char *text, const char *name, struct conf *out, char 
             snprintf(err, errlen, "%s: no configuration text", name);
         return -1;
     }
-    return parse_text(text, strlen(text), name, NULL, 0, out, err, errlen);
+    return parse_text(text, strlen(text), name, NULL, NULL, 0, out, err, errlen);
 }
 
 const struct stage_conf *conf_stage(const struct conf *c, const char *name)

@@ -44,6 +44,7 @@ struct conf {
     bool share_telemetry;            /* SHARE_TELEMETRY, default no */
     /* [pepsi-postgres] */
     char *conninfo;                  /* CONNINFO, default "" (libpq defaults, PG* variables) */
+    char *worker_conninfo;           /* WORKER_CONNINFO, NULL: CONNINFO without its password */
     bool worker_synchronous_commit;  /* WORKER_SYNCHRONOUS_COMMIT, default no */
     int64_t connect_timeout_ms;      /* CONNECT_TIMEOUT, default 10 s */
     /* [pepsi-dispatch] */
@@ -70,8 +71,16 @@ struct conf {
     size_t n_stages;
 };
 
+/* conf_load's answer for a file that holds a secret (a password in
+ * CONNINFO, a key named like a credential such as SIGNING_SECRET or
+ * AUTHORIZATION, a URL with a password) and that other users may read:
+ * refused like ssh and libpq refuse such files; the message says the fix
+ * (chmod o-rwx FILE). Programs exit 78 (EX_CONFIG) on it. */
+#define CONF_INSECURE (-3)
+
 /* Reads and validates FILE into *out (zeroed first). Returns 0, or -1 with
- * a message "FILE:LINE: ..." in err. On error *out holds nothing to free. */
+ * a message "FILE:LINE: ..." in err, or CONF_INSECURE. On error *out holds
+ * nothing to free. */
 int conf_load(const char *path, struct conf *out, char *err, size_t errlen);
 
 /* One row of the database overlay pepsi.config_override (D-117): in
@@ -86,7 +95,8 @@ struct conf_override {
 
 /* conf_load, then the overlay rows laid over the file's [stage-*]
  * sections in order (a row may add a stage). The result is validated as a
- * whole; an error in a row reads "pepsi.config_override: ...". */
+ * whole; an error in a row reads "pepsi.config_override: ...". The
+ * permission check (CONF_INSECURE) looks at the file's own keys only. */
 int conf_load_overlay(const char *path, const struct conf_override *rows, size_t n_rows,
                       struct conf *out, char *err, size_t errlen);
 

@@ -1191,7 +1191,7 @@ static int start_handles(struct runner *r)
 }
 
 static void runner_init(struct runner *r, struct conf *conf, uv_loop_t *loop, const char *config_path,
-                        const char *self_dir)
+                        const char *self_dir, const struct worker_auth *auth)
 {
     memset(r, 0, sizeof *r);
     r->loop = loop;
@@ -1200,7 +1200,8 @@ static void runner_init(struct runner *r, struct conf *conf, uv_loop_t *loop, co
     r->env.loop = loop;
     r->env.config_file = conf->config_file;
     r->env.config_path = config_path;
-    r->env.conninfo = conf->conninfo;
+    r->env.conninfo = auth->conninfo;
+    r->env.passfile = auth->passfile;
     r->env.self_dir = self_dir;
     r->env.cooldown_ms = conf->cooldown_ms;
     r->env.dstats = &r->dstats;
@@ -1225,7 +1226,8 @@ static void runner_teardown(struct runner *r)
     free(r->lost_claims);
 }
 
-int dispatch_serve(struct conf *conf, const char *config_path, const char *self_dir)
+int dispatch_serve(struct conf *conf, const char *config_path, const char *self_dir,
+                   const struct worker_auth *auth)
 {
     uv_loop_t loop;
     struct runner r;
@@ -1236,7 +1238,7 @@ int dispatch_serve(struct conf *conf, const char *config_path, const char *self_
         return 1;
     }
     signal(SIGPIPE, SIG_IGN); /* a dead worker's stdin must not kill the runner */
-    runner_init(&r, conf, &loop, config_path, self_dir);
+    runner_init(&r, conf, &loop, config_path, self_dir, auth);
     PGconn *c = startup_connect(&r, &code);
     if (c == NULL || db_attach(&r.db, c) != 0 || start_handles(&r) != 0) {
         runner_teardown(&r);

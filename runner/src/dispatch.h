@@ -5,12 +5,16 @@
 #define PEPSI_DISPATCH_H
 
 #include "conf.h"
+#include "pgpass.h"
 
 /* Runs the dispatcher until SIGINT/SIGTERM. config_path is the file conf
  * was read from (passed to workers as PEPSI_CONFIG), self_dir the directory
  * of the running binary. Returns the process exit status: 0 after a clean
  * shutdown (D-09), 1 on errors such as a failed connection or a held lock
- * (D-10), 78 when the schema is not the one this build expects (D-12). */
-int dispatch_serve(struct conf *conf, const char *config_path, const char *self_dir);
+ * (D-10), 78 when the schema is not the one this build expects (D-12).
+ * auth is what workers get to connect: PEPSI_CONNINFO, never with a
+ * password, and the PGPASSFILE the runner wrote (issue 11). */
+int dispatch_serve(struct conf *conf, const char *config_path, const char *self_dir,
+                   const struct worker_auth *auth);
 
 #endif

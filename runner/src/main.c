@@ -15,6 +15,7 @@
 #include "ingress/ingress.h"
 #include "log.h"
 #include "maintain.h"
+#include "pgpass.h"
 #include "schema.h"
 #include "status.h"
 #include "settings_cmd.h"
@@ -132,27 +133,44 @@ static char *self_dir(void)
 
 enum daemon { DAEMON_SERVE, DAEMON_INGRESS, DAEMON_STATUS, DAEMON_MAINTAIN };
 
+/* The dispatcher, with the workers' connection string and passfile made
+ * before it starts and removed after it stops, whatever its exit. */
+static int serve(struct conf *conf, const char *path)
+{
+    struct worker_auth auth;
+    char err[1024];
+    if (worker_auth_prepare(conf, &auth, err, sizeof err) != 0) {
+        log_error("dispatch", "%s", err);
+        return 1;
+    }
+    char *dir = self_dir();
+    int code = dispatch_serve(conf, path, dir, &auth);
+    free(dir);
+    worker_auth_cleanup(&auth);
+    return code;
+}
+
 static int run_daemon(const struct options *o, enum daemon which)
 {
     struct conf conf;
     char err[1024];
     const char *path = o->config ? o->config : conf_default_path();
-    if (conf_load(path, &conf, err, sizeof err) != 0) {
+    int rc = conf_load(path, &conf, err, sizeof err);
+    if (rc != 0) {
         log_error("config", "%s", err);
-        return 1; /* D-10: a malformed configuration file */
+        /* D-10: a malformed configuration file; 78 for one that holds a
+         * secret and is open to other users (issue 11). */
+        return rc == CONF_INSECURE ? EXIT_CONFIG : 1;
     }
     int code;
-    if (which == DAEMON_INGRESS) {
+    if (which == DAEMON_INGRESS)
         code = ingress_serve(&conf, path);
-    } else if (which == DAEMON_STATUS) {
+    else if (which == DAEMON_STATUS)
         code = status_print(&conf, stdout);
-    } else if (which == DAEMON_MAINTAIN) {
+    else if (which == DAEMON_MAINTAIN)
         code = maintain_command(&conf, path);
-    } else {
-        char *dir = self_dir();
-        code = dispatch_serve(&conf, path, dir);
-        free(dir);
-    }
+    else
+        code = serve(&conf, path);
     conf_free(&conf);
     return code;
 }

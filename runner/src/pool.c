@@ -558,28 +558,42 @@ static char *resolve_program(const struct stage *s)
     return xstrdup(p);
 }
 
-/* environ plus PEPSI_STAGE, PEPSI_CONFIG and PEPSI_CONNINFO (replacing any
- * inherited ones). The strings are freed by free_env(). */
+/* Whether an inherited variable stays out of a worker's environment: ours
+ * (set below), the journal's, and PGPASSWORD (issue 11: no password in a
+ * child's environment; the runner's own went into its passfile). */
+static bool env_replaced(const char *var, bool own_passfile)
+{
+    static const char *const names[] = {"JOURNAL_STREAM=", "PEPSI_STAGE=", "PEPSI_CONFIG=",
+                                        "PEPSI_CONNINFO=", "PGPASSWORD="};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strncmp(var, names[i], strlen(names[i])) == 0)
+            return true;
+    return own_passfile && strncmp(var, "PGPASSFILE=", 11) == 0;
+}
+
+/* environ plus PEPSI_STAGE, PEPSI_CONFIG, PEPSI_CONNINFO (without a
+ * password) and PGPASSFILE when the runner wrote one, replacing any
+ * inherited ones, never PGPASSWORD. The strings are freed by free_env(). */
 static char **build_env(const struct stage *s)
 {
     size_t n = 0;
+    const struct pool_env *pe = s->env;
     while (environ[n])
         n++;
-    char **env = xcalloc(n + 4, sizeof *env);
+    char **env = xcalloc(n + 5, sizeof *env);
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         /* A worker's stderr is our pipe, not the journal. */
-        if (strncmp(environ[i], "JOURNAL_STREAM=", 15) == 0 ||
-            strncmp(environ[i], "PEPSI_STAGE=", 12) == 0 ||
-            strncmp(environ[i], "PEPSI_CONFIG=", 13) == 0 ||
-            strncmp(environ[i], "PEPSI_CONNINFO=", 15) == 0)
+        if (env_replaced(environ[i], pe->passfile != NULL))
             continue;
         env[k++] = xstrdup(environ[i]);
     }
     env[k++] = xasprintf("PEPSI_STAGE=%s", s->name);
-    if (s->env->config_path)
-        env[k++] = xasprintf("PEPSI_CONFIG=%s", s->env->config_path);
-    env[k++] = xasprintf("PEPSI_CONNINFO=%s", s->env->conninfo ? s->env->conninfo : "");
+    if (pe->config_path)
+        env[k++] = xasprintf("PEPSI_CONFIG=%s", pe->config_path);
+    env[k++] = xasprintf("PEPSI_CONNINFO=%s", pe->conninfo ? pe->conninfo : "");
+    if (pe->passfile)
+        env[k++] = xasprintf("PGPASSFILE=%s", pe->passfile);
     env[k] = NULL;
     return env;
 }

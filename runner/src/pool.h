@@ -40,7 +40,8 @@ struct pool_env {
     uv_loop_t *loop;
     const char *config_file;       /* [pepsi-dispatch] CONFIG_FILE: -c FILE for workers, or NULL */
     const char *config_path;       /* the runner's config file, PEPSI_CONFIG for workers, or NULL */
-    const char *conninfo;          /* PEPSI_CONNINFO for workers */
+    const char *conninfo;          /* PEPSI_CONNINFO for workers: never with a password */
+    const char *passfile;          /* PGPASSFILE for workers (the runner's), or NULL: theirs is kept */
     const char *self_dir;          /* where pepsi-runner lives: pepsi-stage-* built-ins are found there first */
     int64_t cooldown_ms;           /* hold-back after a worker died before ready (D-90) */
     bool shutting_down;            /* in-flight ids of exiting workers are requeued, never struck */

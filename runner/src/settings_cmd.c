@@ -151,9 +151,10 @@ int settings_command(const char *config_path, int argc, char **argv)
     if (!ok)
         return usage();
     const char *path = config_path ? config_path : conf_default_path();
-    if (conf_load(path, &conf, err, sizeof err) != 0) {
+    int loaded = conf_load(path, &conf, err, sizeof err);
+    if (loaded != 0) {
         log_error("config", "%s", err);
-        return 1;
+        return loaded == CONF_INSECURE ? EXIT_CONFIG : 1;
     }
     PGconn *c = conn_open(conf.conninfo, conf.connect_timeout_ms, "pepsi-runner settings", COMPONENT, NULL);
     conf_free(&conf);

@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define NAME "t.conf"
@@ -52,6 +53,7 @@ static void test_defaults(void)
     CHECK(c.allow_fusion == true, "D-126: ALLOW_FUSION defaults to yes");
     CHECK(c.share_telemetry == false, "SHARE_TELEMETRY defaults to no");
     CHECK_STR(c.conninfo, "", "CONNINFO defaults to \"\" (libpq defaults)");
+    CHECK(c.worker_conninfo == NULL, "issue 11: WORKER_CONNINFO is unset by default");
     CHECK(c.worker_synchronous_commit == false, "D-77: WORKER_SYNCHRONOUS_COMMIT defaults to no");
     CHECK_INT(c.connect_timeout_ms, 10000, "CONNECT_TIMEOUT defaults to 10 s");
     CHECK(c.config_file == NULL, "D-21: CONFIG_FILE is unset by default");
@@ -97,6 +99,7 @@ static void test_all_keys_set(void)
                        "SHARE_TELEMETRY = yes\n"
                        "[pepsi-postgres]\n"
                        "CONNINFO = host=/tmp dbname=pepsi\n"
+                       "WORKER_CONNINFO = host=/tmp dbname=pepsi user=worker\n"
                        "WORKER_SYNCHRONOUS_COMMIT = on\n"
                        "CONNECT_TIMEOUT = 3s\n"
                        "[pepsi-dispatch]\n"
@@ -128,6 +131,7 @@ static void test_all_keys_set(void)
         return;
     CHECK(!c.allow_fusion && c.share_telemetry, "D-136: [pepsi] values");
     CHECK_STR(c.conninfo, "host=/tmp dbname=pepsi", "CONNINFO with '=' in the value");
+    CHECK_STR(c.worker_conninfo, "host=/tmp dbname=pepsi user=worker", "issue 11: WORKER_CONNINFO");
     CHECK(c.worker_synchronous_commit, "D-77: WORKER_SYNCHRONOUS_COMMIT = on");
     CHECK_INT(c.connect_timeout_ms, 3000, "CONNECT_TIMEOUT = 3s");
     CHECK_STR(c.config_file, "/etc/pepsi/pepsi.conf", "D-21: CONFIG_FILE");
@@ -518,6 +522,106 @@ static void test_files(void)
     CHECK_INT(conf_load_string("[bad]", NULL, &c, NULL, 0), -1, "no error buffer, string");
 }
 
+/* issue 11: connection strings are checked with libpq's parser, and a
+ * WORKER_CONNINFO with a password is refused. */
+static void test_conninfo_keys(void)
+{
+    bad("[pepsi-postgres]\nCONNINFO = host=h nosuch=1\n", NAME ":2: ",
+        "key \"CONNINFO\" in [pepsi-postgres]: invalid connection option \"nosuch\"", "a bad CONNINFO");
+    bad("[pepsi-postgres]\nCONNINFO = postgresql://h/db?nosuch=1\n", NAME ":2: ", "CONNINFO",
+        "a bad CONNINFO URI");
+    bad("[pepsi-postgres]\nWORKER_CONNINFO = host=h password=x\n", NAME ":2: ",
+        "key \"WORKER_CONNINFO\" in [pepsi-postgres]: holds a password",
+        "issue 11: a WORKER_CONNINFO with a password");
+    bad("[pepsi-postgres]\nWORKER_CONNINFO = postgres://u:pw@h/db\n", NAME ":2: ", "passfile",
+        "issue 11: a WORKER_CONNINFO URI with a password (the error says where passwords go)");
+    bad("[pepsi-postgres]\nWORKER_CONNINFO = sslkey=/k sslpassword=x\n", NAME ":2: ", "holds a password",
+        "issue 11: a WORKER_CONNINFO with an sslpassword");
+    bad("[pepsi-postgres]\nWORKER_CONNINFO = user='\n", NAME ":2: ", "WORKER_CONNINFO",
+        "an unparsable WORKER_CONNINFO");
+    struct conf c;
+    if (good("[pepsi-postgres]\nCONNINFO = postgresql://u:pw@h/db\nWORKER_CONNINFO =\n", &c,
+             "a CONNINFO URI with a password, an empty WORKER_CONNINFO") == 0) {
+        CHECK(c.worker_conninfo == NULL, "an empty WORKER_CONNINFO is unset");
+        conf_free(&c);
+    }
+}
+
+/* Writes text to a temporary file with mode, loads it; the result code. */
+static int load_with_mode(const char *text, mode_t mode, char *path, size_t cap, char *err, size_t errlen)
+{
+    struct conf c;
+    if (temp_file(text, strlen(text), path, cap) == NULL || chmod(path, mode) != 0)
+        return -99;
+    int rc = conf_load(path, &c, err, errlen);
+    if (rc == 0)
+        conf_free(&c);
+    return rc;
+}
+
+/* issue 11: a file holding a secret is refused when other users may read it. */
+static void test_secret_files(void)
+{
+    char path[64], err[1024], want[256];
+    static const struct {
+        const char *text, *what;
+    } secrets[] = {
+        {"[pepsi-postgres]\nCONNINFO = host=h password=pw\n", "key \"CONNINFO\" in [pepsi-postgres] holds a password"},
+        {"[pepsi-postgres]\nCONNINFO = postgresql://u:pw@h/db\n", "CONNINFO\" in [pepsi-postgres] holds a password"},
+        {"[pepsi-postgres]\nCONNINFO = sslkey=/k sslpassword=x\n", "CONNINFO\" in [pepsi-postgres] holds a password"},
+        {"[stage-out]\nPROGRAM = pepsi-stage-http\nURL = https://x.org/\nSIGNING_SECRET = whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\n",
+         "key \"SIGNING_SECRET\" in [stage-out] holds a secret"},
+        {"[stage-out]\nPROGRAM = pepsi-stage-http\nAUTHORIZATION = Bearer sk_live_x\n",
+         "key \"AUTHORIZATION\" in [stage-out] holds a secret"},
+        {"[stage-out]\nPROGRAM = pepsi-stage-http\nURL = https://u:pw@x.org/hook\n",
+         "key \"URL\" in [stage-out] holds a secret"},
+        {"[pepsi-ingress]\nMETRICS_TOKEN = abc\n", "key \"METRICS_TOKEN\" in [pepsi-ingress] holds a secret"},
+        {"[pepsi-beanstalk]\nPASSWORD = abc\n", "key \"PASSWORD\" in [pepsi-beanstalk] holds a secret"},
+    };
+    for (size_t i = 0; i < sizeof secrets / sizeof secrets[0]; i++) {
+        int rc = load_with_mode(secrets[i].text, 0644, path, sizeof path, err, sizeof err);
+        CHECK_INT(rc, CONF_INSECURE, "issue 11: refused at mode 0644: %s", secrets[i].what);
+        CHECK_CONTAINS(err, secrets[i].what, "issue 11: the error names the secret");
+        snprintf(want, sizeof want, "run chmod o-rwx %s", path);
+        CHECK_CONTAINS(err, want, "issue 11: and says the fix");
+        CHECK_CONTAINS(err, "(mode 0644)", "issue 11: and the mode");
+        CHECK(strncmp(err, path, strlen(path)) == 0 && err[strlen(path)] == ':', "the error starts with the file");
+        unlink(path);
+        CHECK_INT(load_with_mode(secrets[i].text, 0640, path, sizeof path, err, sizeof err), 0,
+                  "issue 11: the same file at mode 0640 loads");
+        unlink(path);
+    }
+    const char *pw = "[pepsi-postgres]\nCONNINFO = host=h password=pw\n";
+    CHECK_INT(load_with_mode(pw, 0604, path, sizeof path, err, sizeof err), CONF_INSECURE,
+              "issue 11: o+r alone is refused");
+    unlink(path);
+    CHECK_INT(load_with_mode(pw, 0602, path, sizeof path, err, sizeof err), CONF_INSECURE,
+              "issue 11: o+w too (anyone could put in a COMMAND)");
+    unlink(path);
+    CHECK_INT(load_with_mode(pw, 0600, path, sizeof path, err, sizeof err), 0, "mode 0600 loads");
+    unlink(path);
+    static const char *const harmless[] = {
+        "[pepsi-postgres]\nCONNINFO = host=h user=u\n",
+        "[pepsi-postgres]\nCONNINFO = postgresql://u@h/db\n",
+        "[stage-out]\nPROGRAM = pepsi-stage-http\nURL = https://u@x.org/\nSIGNING_SECRET =\n",
+        "[stage-x]\nPROGRAM = pepsi-stage-exec\nCOMMAND = curl https://u:p@x.org/\n",
+    };
+    for (size_t i = 0; i < sizeof harmless / sizeof harmless[0]; i++) {
+        CHECK_INT(load_with_mode(harmless[i], 0644, path, sizeof path, err, sizeof err), 0,
+                  "a file without a secret loads at mode 0644 (%zu)", i);
+        unlink(path);
+    }
+    /* The worker's path: the file under the overlay, also refused. */
+    struct conf c;
+    if (temp_file(pw, strlen(pw), path, sizeof path) && chmod(path, 0644) == 0) {
+        CHECK_INT(conf_load_overlay(path, NULL, 0, &c, err, sizeof err), CONF_INSECURE,
+                  "issue 11: conf_load_overlay refuses it as well");
+        unlink(path);
+    }
+    CHECK_INT(conf_load_string(pw, NAME, &c, err, sizeof err), 0, "a string is no file: no mode to check");
+    conf_free(&c);
+}
+
 static void test_big_file(void)
 {
     /* Many stages and keys: the arrays grow past their first size. */
@@ -628,6 +732,8 @@ int main(void)
     test_syntax();
     test_long_lines();
     test_files();
+    test_conninfo_keys();
+    test_secret_files();
     test_big_file();
     test_default_path();
     test_shipped_example();

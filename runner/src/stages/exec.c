@@ -1,21 +1,28 @@
 /* stages/exec.c — pepsi-stage-exec: runs COMMAND (with /bin/sh -c) for each
- * message, the body on its stdin and the message's metadata in its
- * environment:
- *   PEPSI_MESSAGE_ID, PEPSI_STAGE, PEPSI_TUBE, PEPSI_SENDER_KEY,
+ * message, the body on its stdin, the message's metadata as JSON on file
+ * descriptor 3 and, within bounds, in its environment (stages/exec_env.h):
+ *   PEPSI_MESSAGE_ID, PEPSI_TUBE, PEPSI_SENDER_KEY,
  *   PEPSI_ENVELOPE_SENDER (unset: none; empty: the null sender),
  *   PEPSI_RECIPIENTS (space-separated), PEPSI_SUBJECT, PEPSI_HEADER_FROM,
- *   PEPSI_STATE (the state as JSON), PEPSI_HEADERS_FILE is not provided:
- *   the header block, when there is one, precedes the body on stdin
- *   separated by an empty line only if HEADERS = yes.
+ *   PEPSI_STATE (the state as JSON), PEPSI_MESSAGE_FD (3), PEPSI_TRUNCATED
+ *   (the variables left out for their size). PEPSI_HEADERS_FILE is not
+ *   provided: the header block, when there is one, precedes the body on
+ *   stdin separated by an empty line only if HEADERS = yes.
+ * The command gets no connection string and no password (issue 11) unless
+ * the section says PASS_CONNINFO = yes, which only the operator can: it is
+ * read from the section, never from a per-address override.
  * Its stdout and stderr go to the runner's log. Outcome by exit status:
  *   0          advance to NEXT (finish when none)
  *   75         host error: retried later, 1, 2, 4 ... minutes (D-104)
  *   a signal   host error as well (an OOM kill is not the message's fault)
  *   other      permanent failure, with the command's last stderr line as
- *              the reason (D-110) */
+ *              the reason (D-110); 126, 127 and a /bin/sh that could not be
+ *              started at all say why (not found, cannot be run,
+ *              environment too large) */
 #include "stages/stages.h"
 
 #include "log.h"
+#include "stages/exec_env.h"
 #include "util.h"
 
 #include <errno.h>
@@ -28,21 +35,26 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static const char *const exec_keys[] = {"COMMAND", "HEADERS", NULL};
+extern char **environ;
+
+static const char *const exec_keys[] = {"COMMAND", "HEADERS", "PASS_CONNINFO", NULL};
 /* What an end user's settings control message may set (issue 11): never COMMAND. */
 static const char *const exec_user_keys[] = {"HEADERS", NULL};
 
 struct exec_conf {
     const char *command;
     bool headers;        /* HEADERS = yes: the header block and an empty line precede the body */
+    bool pass_conninfo;  /* PASS_CONNINFO = yes: the command may connect as the worker does */
+    char **strip;        /* variables the command never inherits (exec_env_strip_names) */
 };
 
 static int exec_setup(struct pepsi_worker *w, char *err, size_t errlen)
 {
     const char *cmd = conf_stage_own(pepsi_worker_section(w), "COMMAND");
     const char *hdr = conf_stage_own(pepsi_worker_section(w), "HEADERS");
+    const char *pass = conf_stage_own(pepsi_worker_section(w), "PASS_CONNINFO");
     struct exec_conf *ec;
-    bool headers = false;
+    bool headers = false, pass_conninfo = false;
 
     if (cmd == NULL || *cmd == '\0') {
         snprintf(err, errlen, "key \"COMMAND\" is required by pepsi-stage-exec");
@@ -52,9 +64,15 @@ static int exec_setup(struct pepsi_worker *w, char *err, size_t errlen)
         snprintf(err, errlen, "key \"HEADERS\": expected yes or no, not \"%s\"", hdr);
         return -1;
     }
+    if (pass && conf_parse_bool(pass, &pass_conninfo) != 0) {
+        snprintf(err, errlen, "key \"PASS_CONNINFO\": expected yes or no, not \"%s\"", pass);
+        return -1;
+    }
     ec = xcalloc(1, sizeof *ec);
     ec->command = cmd;
     ec->headers = headers;
+    ec->pass_conninfo = pass_conninfo;
+    ec->strip = exec_env_strip_names(pass_conninfo);
     pepsi_worker_set_data(w, ec);
     return 0;
 }
@@ -72,77 +90,105 @@ static int exec_check_option(struct pepsi_worker *w, const char *key, const char
         snprintf(err, errlen, "COMMAND must not be empty");
         return -1;
     }
+    if (strcmp(key, "PASS_CONNINFO") == 0) {
+        snprintf(err, errlen, "PASS_CONNINFO cannot be set per address: only the stage's section "
+                 "gives a command the database connection");
+        return -1;
+    }
     return 0;
 }
 
 static void exec_teardown(struct pepsi_worker *w)
 {
-    free(pepsi_worker_data(w));
+    struct exec_conf *ec = pepsi_worker_data(w);
+    if (ec)
+        exec_env_names_free(ec->strip);
+    free(ec);
 }
 
-/* In the child: the message's metadata as environment variables. */
-static void child_environment(const struct pepsi_message *m)
+/* Why the child could not run /bin/sh, sent to us through a close-on-exec
+ * pipe (nothing arrives when the exec succeeded). */
+struct exec_failure {
+    int step;            /* 1: its descriptors, 2: execve */
+    int err;             /* errno */
+};
+
+/* Makes fd the descriptor at, open across exec. */
+static int put_fd(int fd, int at)
 {
-    char num[32];
-    snprintf(num, sizeof num, "%lld", (long long)m->id);
-    setenv("PEPSI_MESSAGE_ID", num, 1);
-    setenv("PEPSI_TUBE", m->tube, 1);
-    setenv("PEPSI_SENDER_KEY", m->sender_key, 1);
-    if (m->envelope_sender)
-        setenv("PEPSI_ENVELOPE_SENDER", m->envelope_sender, 1);
-    else
-        unsetenv("PEPSI_ENVELOPE_SENDER");
-    size_t len = 1;
-    for (size_t i = 0; i < m->n_recipients; i++)
-        len += strlen(m->recipients[i]) + 1;
-    char *rcpt = malloc(len);
-    if (rcpt) {
-        rcpt[0] = '\0';
-        for (size_t i = 0; i < m->n_recipients; i++) {
-            if (i)
-                strcat(rcpt, " ");
-            strcat(rcpt, m->recipients[i]);
-        }
-        setenv("PEPSI_RECIPIENTS", rcpt, 1);
+    if (fd == at)
+        return fcntl(fd, F_SETFD, 0);
+    return dup2(fd, at) < 0 ? -1 : 0;
+}
+
+/* In the child: stdin, stdout (our stderr: stdout is the protocol
+ * channel), stderr and the metadata at 3, then /bin/sh. Never returns. */
+static void child_exec(int in, int err, int meta, int report, char *const argv[], char *const envp[])
+{
+    struct exec_failure f = {1, 0};
+    if (report == EXEC_MESSAGE_FD)
+        report = fcntl(report, F_DUPFD_CLOEXEC, EXEC_MESSAGE_FD + 1);
+    if (report < 0 || dup2(in, 0) < 0 || dup2(STDERR_FILENO, 1) < 0 || dup2(err, 2) < 0 ||
+        put_fd(meta, EXEC_MESSAGE_FD) != 0) {
+        f.err = errno;
+    } else {
+        signal(SIGPIPE, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+        execve("/bin/sh", argv, envp);
+        f.step = 2;
+        f.err = errno;
     }
-    setenv("PEPSI_SUBJECT", m->subject ? m->subject : "", 1);
-    setenv("PEPSI_HEADER_FROM", m->header_from ? m->header_from : "", 1);
-    char *state = json_dumps(m->state, JSON_COMPACT);
-    setenv("PEPSI_STATE", state ? state : "{}", 1);
+    if (report >= 0 && write(report, &f, sizeof f) != (ssize_t)sizeof f)
+        _exit(126);
+    _exit(f.step == 2 ? 127 : 126);
 }
 
-/* fork and exec /bin/sh -c command; *in and *err get our ends of its stdin
- * and stderr. Returns the pid or -1. */
-static pid_t spawn_command(const char *command, const struct pepsi_message *m, int *in, int *err)
+/* The pipes of one command: our ends of its stdin and stderr, and of the
+ * report of a failed exec. */
+struct child_io {
+    int in, err, report;
+};
+
+static void close_pair(int p[2])
 {
-    int pin[2], perr[2];
+    close(p[0]);
+    close(p[1]);
+}
+
+/* fork and exec /bin/sh -c command with env and the metadata at fd 3.
+ * Returns the pid or -1 (errno). */
+static pid_t spawn_command(const char *command, char *const env[], int meta, struct child_io *io)
+{
+    int pin[2], perr[2], prep[2];
     if (pipe2(pin, O_CLOEXEC) != 0)
         return -1;
     if (pipe2(perr, O_CLOEXEC) != 0) {
-        close(pin[0]);
-        close(pin[1]);
+        close_pair(pin);
         return -1;
     }
-    pid_t pid = fork();
-    if (pid == 0) {
-        /* stdout is the protocol channel: the command writes to our stderr. */
-        if (dup2(pin[0], 0) < 0 || dup2(STDERR_FILENO, 1) < 0 || dup2(perr[1], 2) < 0)
-            _exit(126);
-        signal(SIGPIPE, SIG_DFL);
-        signal(SIGTERM, SIG_DFL);
-        child_environment(m);
-        execl("/bin/sh", "sh", "-c", command, (char *)NULL);
-        _exit(127);
+    if (pipe2(prep, O_CLOEXEC) != 0) {
+        close_pair(pin);
+        close_pair(perr);
+        return -1;
     }
+    char *argv[] = {"sh", "-c", (char *)command, NULL};
+    pid_t pid = fork();
+    if (pid == 0)
+        child_exec(pin[0], perr[1], meta, prep[1], argv, env);
+    int e = errno;
     close(pin[0]);
     close(perr[1]);
+    close(prep[1]);
     if (pid < 0) {
         close(pin[1]);
         close(perr[0]);
+        close(prep[0]);
+        errno = e;
         return -1;
     }
-    *in = pin[1];
-    *err = perr[0];
+    io->in = pin[1];
+    io->err = perr[0];
+    io->report = prep[0];
     return pid;
 }
 
@@ -238,25 +284,103 @@ static int pump(struct pepsi_worker *w, pid_t pid, int in, int err, struct feed 
     return status;
 }
 
+/* The failure report of the child, if its exec failed: 1 and *f, else 0. */
+static int read_failure(int report, struct exec_failure *f)
+{
+    ssize_t n;
+    while ((n = read(report, f, sizeof *f)) < 0 && errno == EINTR)
+        ;
+    close(report);
+    return n == (ssize_t)sizeof *f;
+}
+
+/* The outcome of a /bin/sh that could not be started at all. It stays a
+ * permanent failure, as its 126/127 exit was; the reason says why. */
+static void exec_failed(struct pepsi_worker *w, const struct exec_failure *f, const struct exec_env *env,
+                        struct pepsi_outcome *out)
+{
+    const char *stage = pepsi_worker_stage(w);
+    out->kind = PEPSI_FAIL;
+    if (f->step == 2 && f->err == E2BIG)
+        pepsi_outcome_reason(out, "stage %s: environment too large to start the command (%zu bytes in %zu "
+                             "variables, %zu of them the message's; the system allows %ld): "
+                             "shrink the runner's environment", stage, env->bytes, env->n,
+                             env->message_bytes, sysconf(_SC_ARG_MAX));
+    else if (f->step == 2)
+        pepsi_outcome_reason(out, "stage %s: cannot start /bin/sh: %s", stage, strerror(f->err));
+    else
+        pepsi_outcome_reason(out, "stage %s: cannot set up the command's descriptors: %s", stage,
+                             strerror(f->err));
+}
+
+/* The outcome of the command's exit status (last: its last stderr line). */
+static void exec_outcome(struct pepsi_worker *w, int status, const char *last, struct pepsi_outcome *out)
+{
+    const char *stage = pepsi_worker_stage(w), *sep = last[0] ? ": " : "";
+    int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    if (code == 0) {
+        out->kind = PEPSI_ADVANCE;
+    } else if (code == EXIT_TEMPFAIL) {
+        out->kind = PEPSI_HOST_ERROR;
+        pepsi_outcome_reason(out, "stage %s: command asked to retry (exit 75)%s%s", stage, sep, last);
+    } else if (WIFSIGNALED(status)) {
+        out->kind = PEPSI_HOST_ERROR;
+        pepsi_outcome_reason(out, "stage %s: command killed by signal %d%s%s", stage, WTERMSIG(status),
+                             sep, last);
+    } else if ((code == 126 || code == 127) && strstr(last, "Argument list too long")) {
+        /* The shell could not start the command: E2BIG. */
+        out->kind = PEPSI_FAIL;
+        pepsi_outcome_reason(out, "stage %s: environment too large to start the command (exit %d): %s",
+                             stage, code, last);
+    } else if (code == 127) {
+        out->kind = PEPSI_FAIL;
+        pepsi_outcome_reason(out, "stage %s: command not found (exit 127)%s%s", stage, sep, last);
+    } else if (code == 126) {
+        out->kind = PEPSI_FAIL;
+        pepsi_outcome_reason(out, "stage %s: command cannot be run (exit 126: not executable or not "
+                             "permitted)%s%s", stage, sep, last);
+    } else {
+        out->kind = PEPSI_FAIL;
+        if (last[0])
+            pepsi_outcome_reason(out, "%s", last);
+        else
+            pepsi_outcome_reason(out, "stage %s: command exited with status %d", stage, code);
+    }
+}
+
 static void exec_run(struct pepsi_worker *w, const struct pepsi_message *m, struct pepsi_outcome *out)
 {
     const struct exec_conf *ec = pepsi_worker_data(w);
-    char last[512] = "";
-    int in, err;
+    char last[512] = "", why[256];
+    struct child_io io;
+    struct exec_env env;
     static const unsigned char blank[] = "\n";
 
     /* Per-address overrides of COMMAND and HEADERS (D-122), checked
-     * before the stage ran (exec_check_option). */
+     * before the stage ran (exec_check_option); PASS_CONNINFO never. */
     const char *command = pepsi_option(w, m, "COMMAND");
     const char *hdr = pepsi_option(w, m, "HEADERS");
     bool headers = ec->headers;
     if (hdr)
         conf_parse_bool(hdr, &headers);
-    pid_t pid = spawn_command(command ? command : ec->command, m, &in, &err);
+    int meta = exec_message_fd(m, pepsi_worker_stage(w), why, sizeof why);
+    if (meta < 0) {
+        out->kind = meta == -2 ? PEPSI_FAIL : PEPSI_HOST_ERROR;
+        pepsi_outcome_reason(out, "stage %s: %s", pepsi_worker_stage(w), why);
+        return;
+    }
+    exec_env_build(&env, environ, ec->strip, m);
+    if (exec_env_get(&env, "PEPSI_TRUNCATED"))
+        log_debug(pepsi_worker_stage(w), "message %lld: %s left out of the command's environment "
+                  "(on fd %d only)", (long long)m->id, exec_env_get(&env, "PEPSI_TRUNCATED"), EXEC_MESSAGE_FD);
+    pid_t pid = spawn_command(command ? command : ec->command, env.vars, meta, &io);
+    int e = errno;
+    close(meta);
     if (pid < 0) {
+        exec_env_free(&env);
         out->kind = PEPSI_HOST_ERROR;
         pepsi_outcome_reason(out, "stage %s: cannot start the command: %s", pepsi_worker_stage(w),
-                             strerror(errno));
+                             strerror(e));
         return;
     }
     struct feed f = {{NULL, NULL, NULL}, {0, 0, 0}, 0, 0};
@@ -269,25 +393,13 @@ static void exec_run(struct pepsi_worker *w, const struct pepsi_message *m, stru
     f.parts[2] = m->body;
     f.lens[2] = m->body ? m->body_len : 0;
 
-    int status = pump(w, pid, in, err, &f, last, sizeof last);
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
-        out->kind = PEPSI_ADVANCE;
-    } else if (WIFEXITED(status) && WEXITSTATUS(status) == EXIT_TEMPFAIL) {
-        out->kind = PEPSI_HOST_ERROR;
-        pepsi_outcome_reason(out, "stage %s: command asked to retry (exit 75)%s%s", pepsi_worker_stage(w),
-                             last[0] ? ": " : "", last);
-    } else if (WIFSIGNALED(status)) {
-        out->kind = PEPSI_HOST_ERROR;
-        pepsi_outcome_reason(out, "stage %s: command killed by signal %d%s%s", pepsi_worker_stage(w),
-                             WTERMSIG(status), last[0] ? ": " : "", last);
-    } else {
-        out->kind = PEPSI_FAIL;
-        if (last[0])
-            pepsi_outcome_reason(out, "%s", last);
-        else
-            pepsi_outcome_reason(out, "stage %s: command exited with status %d", pepsi_worker_stage(w),
-                                 WEXITSTATUS(status));
-    }
+    int status = pump(w, pid, io.in, io.err, &f, last, sizeof last);
+    struct exec_failure failure;
+    if (read_failure(io.report, &failure))
+        exec_failed(w, &failure, &env, out);
+    else
+        exec_outcome(w, status, last, out);
+    exec_env_free(&env);
 }
 
 const struct pepsi_stage_def stage_exec = {
