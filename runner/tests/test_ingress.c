@@ -216,6 +216,35 @@ static void test_ids(void)
     CHECK_INT(id_of("header:X-Bad", &f2, "", &id), EV_BAD_ID, "an id that is not UTF-8: bad_id");
 }
 
+/* Issue 11: for standard-webhooks, the default id source header:webhook-id
+ * reads Svix's svix-id when webhook-id is absent, as the signature check
+ * does; other schemes know no alias. */
+static void test_svix_id(void)
+{
+    static const char *const svix[] = {"svix-id", "msg_p5jXN8AQM9LWM0D4loKWxJek", "svix-timestamp", "1614265330",
+                                       NULL};
+    static const char *const both[] = {"svix-id", "msg_a", "Webhook-Id", "msg_b", NULL};
+    struct fake f = {svix}, fb = {both};
+    struct event_source src = {fake_get, fake_each, &f}, srcb = {fake_get, fake_each, &fb};
+    struct provider p;
+    char *id = NULL;
+    memset(&p, 0, sizeof p);
+    p.sig.scheme = SIG_STANDARD_WEBHOOKS;
+    if (provider_parse_id_source("header:webhook-id", &p.id_kind, &p.id_arg) != 0)
+        return;
+    CHECK_INT(event_external_id(&p, &src, (const unsigned char *)"{}", 2, &id), EV_OK,
+              "issue 11: standard-webhooks: the id comes from svix-id when webhook-id is absent");
+    CHECK_STR(id, "msg_p5jXN8AQM9LWM0D4loKWxJek", "issue 11: ... Svix's message id");
+    free(id);
+    id = NULL;
+    CHECK_INT(event_external_id(&p, &srcb, (const unsigned char *)"{}", 2, &id), EV_NO_ID,
+              "issue 11: webhook-id and svix-id that disagree give no id");
+    p.sig.scheme = SIG_GITHUB;
+    CHECK_INT(event_external_id(&p, &src, (const unsigned char *)"{}", 2, &id), EV_NO_ID,
+              "issue 11: another scheme's header:webhook-id has no svix- alias");
+    free(p.id_arg);
+}
+
 static void test_event_json(void)
 {
     static const char *const kv[] = {"Host", "example.org", "Content-Length", "2", "Content-Type", "application/json",
@@ -266,6 +295,7 @@ int main(void)
 {
     test_iconf();
     test_ids();
+    test_svix_id();
     test_event_json();
     test_metrics();
     return unit_done();

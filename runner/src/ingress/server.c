@@ -279,6 +279,7 @@ static const enum reject_reason sig_reasons[] = {
     [SIG_BAD_TIMESTAMP] = RJ_BAD_TIMESTAMP,
     [SIG_STALE_TIMESTAMP] = RJ_STALE_TIMESTAMP,
     [SIG_NO_ID] = RJ_MISSING_ID,
+    [SIG_CONFLICT] = RJ_CONFLICTING_HEADERS,
 };
 
 /* Verifies the request and finds its external id. Returns the HTTP

@@ -12,6 +12,8 @@
 #                                       prints the HTTP status (000: no answer)
 #   post_sw_file PROVIDER ID FILE [TS] [CURL ARGS...]  the same with the body in FILE
 #                                       (bodies too large for an argument)
+#   post_svix PROVIDER ID BODY [TS] [CURL ARGS...]     the same signature under Svix's
+#                                       header names svix-id, svix-timestamp, svix-signature
 #   ingress_mem FIELD                   FIELD (VmRSS, VmHWM, VmData) of the ingress
 #                                       process in /proc/PID/status, in kB
 #   ingress_client ARGS...              runner/tests/e2e/ingress-client.py (raw sockets)
@@ -137,6 +139,16 @@ post_sw_file() {
         -H 'Content-Type: application/json' -H "webhook-id: $id" -H "webhook-timestamp: $ts" \
         -H "webhook-signature: $(sw_file_signature "$SW_KEY_HEX" "$id" "$ts" "$file")" \
         --data-binary "@$file" "$@"
+}
+
+post_svix() {
+    local provider=$1 id=$2 body=$3 ts=${4:-$(date +%s)}
+    shift 3
+    [ $# -gt 0 ] && shift
+    curl -s -o "$E2E_DIR/last-answer" -w '%{http_code}' -X POST "$INGRESS_URL/hooks/$provider" \
+        -H 'Content-Type: application/json' -H "svix-id: $id" -H "svix-timestamp: $ts" \
+        -H "svix-signature: $(sw_signature "$SW_KEY_HEX" "$id" "$ts" "$body")" \
+        --data-binary "$body" "$@"
 }
 
 ingress_mem() {
