@@ -65,6 +65,7 @@ struct request {
     char provider[PROVIDER_NAME_MAX + 1];
     unsigned char *body;
     size_t len, cap;
+    size_t limit;                       /* MAX_BODY, or a smaller Content-Length */
     size_t dropped;                     /* bytes of an over-long chunked body read and thrown away */
     bool too_large;                     /* the body went past MAX_BODY: answered 413 when it ends */
     bool counted;                       /* its rejection has been counted */
@@ -214,6 +215,7 @@ static enum MHD_Result on_headers(struct server *s, struct MHD_Connection *c, co
     /* Content-Length is the client's claim: it only caps the first buffer. */
     rq->cap = declared >= 0 && declared < BODY_INITIAL ? (size_t)declared : BODY_INITIAL;
     rq->body = xmalloc(rq->cap);
+    rq->limit = declared >= 0 ? (size_t)declared : (size_t)s->env.conf->max_body;
     rq->item.owner = rq;
     *con_cls = rq;
     return MHD_YES;
@@ -232,9 +234,10 @@ static void body_drop(struct request *rq)
     rq->len = rq->cap = 0;
 }
 
-/* Grows the buffer to hold need bytes: doubling, never past max. */
-static void body_reserve(struct request *rq, size_t need, size_t max)
+/* Grows the buffer to hold need bytes: doubling, never past the limit. */
+static void body_reserve(struct request *rq, size_t need)
 {
+    size_t max = rq->limit > need ? rq->limit : need;
     if (need <= rq->cap)
         return;
     size_t cap = rq->cap ? rq->cap : BODY_INITIAL;
@@ -263,7 +266,7 @@ static enum MHD_Result on_body(struct request *rq, const char *data, size_t *siz
         log_debug(COMPONENT, "closed a connection: its body went on past twice MAX_BODY (%zu bytes)", max);
         return MHD_NO;
     }
-    body_reserve(rq, rq->len + n, max);
+    body_reserve(rq, rq->len + n);
     memcpy(rq->body + rq->len, data, n);
     rq->len += n;
     return MHD_YES;
