@@ -89,6 +89,42 @@ static void test_iconf_limits(void)
     CHECK_INT(ic.max_connections_per_ip, 10, "issue 11: ... to 10");
 }
 
+/* Every key is documented with its default in conf/pepsi.conf and named in
+ * the README (run from the repository root). */
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    char *text = NULL;
+    long n;
+    if (f == NULL)
+        return NULL;
+    if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0) {
+        text = calloc(1, (size_t)n + 1);
+        if (text && fread(text, 1, (size_t)n, f) != (size_t)n) {
+            free(text);
+            text = NULL;
+        }
+    }
+    fclose(f);
+    return text;
+}
+
+static void test_iconf_documented(void)
+{
+    char *conf = slurp("conf/pepsi.conf"), *readme = slurp("README.md");
+    const char *name, *def;
+    char want[128];
+    CHECK(conf != NULL && readme != NULL, "conf/pepsi.conf and README.md are readable");
+    for (size_t i = 0; conf && readme && iconf_key(i, &name, &def) == 0; i++) {
+        snprintf(want, sizeof want, "# %s = %s\n", name, def);
+        CHECK_CONTAINS(conf, want, "conf/pepsi.conf documents %s with its default", name);
+        snprintf(want, sizeof want, "`%s`", name);
+        CHECK_CONTAINS(readme, want, "the README names %s", name);
+    }
+    free(conf);
+    free(readme);
+}
+
 static void test_iconf(void)
 {
     struct ingress_conf ic;
@@ -124,6 +160,7 @@ static void test_iconf(void)
     CHECK_INT(load("[pepsi-ingress]\nCLIENT_TIMEOUT = 10ms\n", &ic, err, sizeof err), -1, "iconf: CLIENT_TIMEOUT below 1s");
 
     test_iconf_limits();
+    test_iconf_documented();
 
     int64_t v;
     CHECK(iconf_parse_size("2M", &v) == 0 && v == 2 << 20, "size: 2M");

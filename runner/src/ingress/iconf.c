@@ -45,6 +45,15 @@ static const struct ikey keys[] = {
 
 #define N_KEYS (sizeof keys / sizeof keys[0])
 
+int iconf_key(size_t i, const char **name, const char **def)
+{
+    if (i >= N_KEYS)
+        return -1;
+    *name = keys[i].name;
+    *def = keys[i].def;
+    return 0;
+}
+
 int iconf_parse_size(const char *s, int64_t *out)
 {
     static const struct {

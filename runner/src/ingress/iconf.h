@@ -30,6 +30,10 @@ struct ingress_conf {
  * MAX_CONNECTIONS below THREADS, MAX_CONNECTIONS_PER_IP over MAX_CONNECTIONS. */
 int iconf_load(const struct conf *conf, struct ingress_conf *out, char *err, size_t errlen);
 
+/* The i-th key of [pepsi-ingress] and its default text; 0, or -1 past
+ * the last key. */
+int iconf_key(size_t i, const char **name, const char **def);
+
 /* "1MiB", "512KiB", "64k", "2M", or a bare number of bytes. 0 or -1. */
 int iconf_parse_size(const char *s, int64_t *out);
 
