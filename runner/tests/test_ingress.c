@@ -29,6 +29,102 @@ static int load(const char *text, struct ingress_conf *ic, char *err, size_t err
     return rc;
 }
 
+/* Issue 11: every limit has a safe default, refuses 0 (a limit cannot be
+ * turned off) and absurd values, with the file and line. */
+static void test_iconf_limits(void)
+{
+    static const char *const limits[] = {"THREADS", "MAX_CONNECTIONS", "MAX_CONNECTIONS_PER_IP", "MAX_BODY",
+                                         "MAX_HEADER", "CLIENT_TIMEOUT", "WRITERS", "BURST_MAX", "COMMIT_TIMEOUT"};
+    static const char *const zeros[] = {"0", "0s", "0KiB", "00"};
+    static const struct {
+        const char *kv;
+        const char *why;
+    } absurd[] = {
+        {"MAX_BODY = 1GiB", "a 1 GiB body cap"},
+        {"MAX_BODY = 512", "a body cap under 1 KiB"},
+        {"MAX_HEADER = 4MiB", "4 MiB of headers"},
+        {"MAX_CONNECTIONS = 1000000", "a million connections"},
+        {"MAX_CONNECTIONS_PER_IP = 1000000", "a million connections from one address"},
+        {"CLIENT_TIMEOUT = 1h", "an hour of silence"},
+        {"MAX_CONNECTIONS_PER_IP = -5", "a negative limit"},
+    };
+    struct ingress_conf ic;
+    char text[256], err[512] = "", want[128];
+
+    CHECK_INT(load("", &ic, err, sizeof err), 0, "issue 11: the defaults load");
+    CHECK_INT(ic.max_connections, 1024, "issue 11: MAX_CONNECTIONS defaults to 1024");
+    CHECK_INT(ic.max_connections_per_ip, 128, "issue 11: MAX_CONNECTIONS_PER_IP defaults to 128");
+    CHECK_INT(ic.max_header, 16384, "issue 11: MAX_HEADER defaults to 16KiB");
+    for (size_t i = 0; i < sizeof limits / sizeof limits[0]; i++) {
+        for (size_t z = 0; z < sizeof zeros / sizeof zeros[0]; z++) {
+            snprintf(text, sizeof text, "[pepsi-ingress]\nPORT = 8080\n%s = %s\n", limits[i], zeros[z]);
+            snprintf(want, sizeof want, "t.conf:3: key \"%s\" in [pepsi-ingress]: 0 is not allowed", limits[i]);
+            CHECK_INT(load(text, &ic, err, sizeof err), -1, "issue 11: %s = %s is refused", limits[i], zeros[z]);
+            CHECK_CONTAINS(err, want, "issue 11: ... naming file, line and key: 0 is not allowed");
+        }
+    }
+    CHECK_INT(load("[pepsi-ingress]\nRELOAD_INTERVAL = 0\nPORT = 0\n", &ic, err, sizeof err), 0,
+              "RELOAD_INTERVAL 0 (off) and PORT 0 (any) are not limits: allowed");
+    for (size_t i = 0; i < sizeof absurd / sizeof absurd[0]; i++) {
+        snprintf(text, sizeof text, "[pepsi-ingress]\n%s\n", absurd[i].kv);
+        CHECK_INT(load(text, &ic, err, sizeof err), -1, "issue 11: %s is refused", absurd[i].why);
+        CHECK_CONTAINS(err, "t.conf:2: key", "issue 11: ... at its line");
+    }
+    CHECK_INT(load("[pepsi-ingress]\nMAX_BODY = 64MiB\nMAX_CONNECTIONS_PER_IP = 1024\nCLIENT_TIMEOUT = 10min\n",
+                   &ic, err, sizeof err),
+              0, "issue 11: the largest sensible values are accepted");
+
+    CHECK_INT(load("[pepsi-ingress]\nMAX_CONNECTIONS = 64\n", &ic, err, sizeof err), 0,
+              "issue 11: MAX_CONNECTIONS lowered under the per-address default");
+    CHECK_INT(ic.max_connections_per_ip, 64, "issue 11: ... the default MAX_CONNECTIONS_PER_IP follows it down");
+    CHECK_INT(load("[pepsi-ingress]\nMAX_CONNECTIONS = 64\nMAX_CONNECTIONS_PER_IP = 100\n", &ic, err, sizeof err), -1,
+              "issue 11: a MAX_CONNECTIONS_PER_IP set over MAX_CONNECTIONS is refused");
+    CHECK_CONTAINS(err, "t.conf:3: key \"MAX_CONNECTIONS_PER_IP\" in [pepsi-ingress]: 100 is over MAX_CONNECTIONS (64)",
+                   "issue 11: ... saying why, at its line");
+    CHECK_INT(load("[pepsi-ingress]\nTHREADS = 8\nMAX_CONNECTIONS = 4\n", &ic, err, sizeof err), -1,
+              "MAX_CONNECTIONS below THREADS is refused");
+    CHECK_CONTAINS(err, "t.conf:3: key \"MAX_CONNECTIONS\"", "... at the line of MAX_CONNECTIONS");
+    CHECK_INT(load("[pepsi-ingress]\nMAX_CONNECTIONS_PER_IP = 10\n", &ic, err, sizeof err), 0,
+              "issue 11: MAX_CONNECTIONS_PER_IP set");
+    CHECK_INT(ic.max_connections_per_ip, 10, "issue 11: ... to 10");
+}
+
+/* Every key is documented with its default in conf/pepsi.conf and named in
+ * the README (run from the repository root). */
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    char *text = NULL;
+    long n;
+    if (f == NULL)
+        return NULL;
+    if (fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) >= 0 && fseek(f, 0, SEEK_SET) == 0) {
+        text = calloc(1, (size_t)n + 1);
+        if (text && fread(text, 1, (size_t)n, f) != (size_t)n) {
+            free(text);
+            text = NULL;
+        }
+    }
+    fclose(f);
+    return text;
+}
+
+static void test_iconf_documented(void)
+{
+    char *conf = slurp("conf/pepsi.conf"), *readme = slurp("README.md");
+    const char *name, *def;
+    char want[128];
+    CHECK(conf != NULL && readme != NULL, "conf/pepsi.conf and README.md are readable");
+    for (size_t i = 0; conf && readme && iconf_key(i, &name, &def) == 0; i++) {
+        snprintf(want, sizeof want, "# %s = %s\n", name, def);
+        CHECK_CONTAINS(conf, want, "conf/pepsi.conf documents %s with its default", name);
+        snprintf(want, sizeof want, "`%s`", name);
+        CHECK_CONTAINS(readme, want, "the README names %s", name);
+    }
+    free(conf);
+    free(readme);
+}
+
 static void test_iconf(void)
 {
     struct ingress_conf ic;
@@ -62,6 +158,9 @@ static void test_iconf(void)
     CHECK_CONTAINS(err, "unknown key", "iconf: says unknown key");
     CHECK_INT(load("[pepsi-ingress]\nMAX_HEADER = 100\n", &ic, err, sizeof err), -1, "iconf: MAX_HEADER below 4096");
     CHECK_INT(load("[pepsi-ingress]\nCLIENT_TIMEOUT = 10ms\n", &ic, err, sizeof err), -1, "iconf: CLIENT_TIMEOUT below 1s");
+
+    test_iconf_limits();
+    test_iconf_documented();
 
     int64_t v;
     CHECK(iconf_parse_size("2M", &v) == 0 && v == 2 << 20, "size: 2M");
@@ -154,6 +253,35 @@ static void test_ids(void)
     CHECK_INT(id_of("header:X-Bad", &f2, "", &id), EV_BAD_ID, "an id that is not UTF-8: bad_id");
 }
 
+/* Issue 11: for standard-webhooks, the default id source header:webhook-id
+ * reads Svix's svix-id when webhook-id is absent, as the signature check
+ * does; other schemes know no alias. */
+static void test_svix_id(void)
+{
+    static const char *const svix[] = {"svix-id", "msg_p5jXN8AQM9LWM0D4loKWxJek", "svix-timestamp", "1614265330",
+                                       NULL};
+    static const char *const both[] = {"svix-id", "msg_a", "Webhook-Id", "msg_b", NULL};
+    struct fake f = {svix}, fb = {both};
+    struct event_source src = {fake_get, fake_each, &f}, srcb = {fake_get, fake_each, &fb};
+    struct provider p;
+    char *id = NULL;
+    memset(&p, 0, sizeof p);
+    p.sig.scheme = SIG_STANDARD_WEBHOOKS;
+    if (provider_parse_id_source("header:webhook-id", &p.id_kind, &p.id_arg) != 0)
+        return;
+    CHECK_INT(event_external_id(&p, &src, (const unsigned char *)"{}", 2, &id), EV_OK,
+              "issue 11: standard-webhooks: the id comes from svix-id when webhook-id is absent");
+    CHECK_STR(id, "msg_p5jXN8AQM9LWM0D4loKWxJek", "issue 11: ... Svix's message id");
+    free(id);
+    id = NULL;
+    CHECK_INT(event_external_id(&p, &srcb, (const unsigned char *)"{}", 2, &id), EV_NO_ID,
+              "issue 11: webhook-id and svix-id that disagree give no id");
+    p.sig.scheme = SIG_GITHUB;
+    CHECK_INT(event_external_id(&p, &src, (const unsigned char *)"{}", 2, &id), EV_NO_ID,
+              "issue 11: another scheme's header:webhook-id has no svix- alias");
+    free(p.id_arg);
+}
+
 static void test_event_json(void)
 {
     static const char *const kv[] = {"Host", "example.org", "Content-Length", "2", "Content-Type", "application/json",
@@ -204,6 +332,7 @@ int main(void)
 {
     test_iconf();
     test_ids();
+    test_svix_id();
     test_event_json();
     test_metrics();
     return unit_done();

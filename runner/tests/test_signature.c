@@ -2,8 +2,10 @@
  * the published vectors in testdata/webhook-vectors.json: every valid
  * vector, every negative case (forged, truncated, re-encoded, expired,
  * missing headers, empty secrets), plus secret rotation, canonical
- * encodings and the generic hmac-sha256 scheme. Runs with the repository
- * root as its working directory; falls back to ../shared/testdata/. */
+ * encodings and the generic hmac-sha256 scheme; and the same Standard
+ * Webhooks vectors under Svix's header names (testdata/svix-vectors.json,
+ * issue 11). Runs with the repository root as its working directory;
+ * falls back to ../shared/testdata/ for the published vectors. */
 #include "ingress/signature.h"
 #include "unit.h"
 
@@ -45,7 +47,8 @@ struct vcase {
 
 static enum sig_scheme scheme_of(const char *json_name)
 {
-    if (strcmp(json_name, "standard_webhooks") == 0)
+    /* svix: Standard Webhooks under Svix's header names (testdata/svix-vectors.json) */
+    if (strcmp(json_name, "standard_webhooks") == 0 || strcmp(json_name, "svix") == 0)
         return SIG_STANDARD_WEBHOOKS;
     if (strcmp(json_name, "stripe") == 0)
         return SIG_STRIPE;
@@ -483,6 +486,51 @@ static void test_sign(json_t *all)
     sig_key_free(&k);
 }
 
+/* Svix's header names (issue 11): svix-id, svix-timestamp, svix-signature
+ * are aliases of webhook-*; the vectors signed by the svix library verify,
+ * and when both names are there they must agree. */
+static void test_svix(void)
+{
+    json_error_t err;
+    json_t *svix = json_load_file("testdata/svix-vectors.json", 0, &err);
+    CHECK(svix != NULL, "issue 11: testdata/svix-vectors.json loads (%s)", svix ? "ok" : err.text);
+    if (svix == NULL)
+        return;
+    json_t *s = json_object_get(json_object_get(svix, "schemes"), "svix");
+    CHECK_INT(vectors_of_scheme("svix", s), 11, "issue 11: every svix vector and negative case was run");
+
+    static const struct {
+        const char *neg;
+        enum sig_result want;
+    } reasons[] = {
+        {"svix-neg-missing-id", SIG_NO_ID},
+        {"svix-neg-missing-sig", SIG_NO_SIGNATURE},
+        {"svix-neg-names-disagree", SIG_CONFLICT},
+        {"svix-neg-forged-webhook-sig-beside-good-svix-sig", SIG_CONFLICT},
+        {"svix-ok-both-names-agree", SIG_OK},
+    };
+    json_t *vectors = json_object_get(s, "vectors");
+    for (size_t i = 0; i < sizeof reasons / sizeof reasons[0]; i++) {
+        json_t *neg = find_vector(json_object_get(s, "negative_cases"), reasons[i].neg);
+        struct vcase c;
+        int key_error;
+        if (neg == NULL) {
+            CHECK(0, "issue 11: svix case %s is in the file", reasons[i].neg);
+            continue;
+        }
+        case_from_vector(&c, "svix", find_vector(vectors, json_string_value(json_object_get(neg, "from"))));
+        apply_negative(&c, neg, vectors);
+        CHECK_STR(sig_result_reason(run_case(&c, &key_error)), sig_result_reason(reasons[i].want),
+                  "issue 11: %s is %s", reasons[i].neg, sig_result_reason(reasons[i].want));
+        case_free(&c);
+    }
+    CHECK_INT(sig_result_status(SIG_CONFLICT), 400, "issue 11: conflicting webhook-/svix- headers are answered 400");
+    CHECK_STR(sig_standard_alias("Webhook-ID"), "svix-id", "issue 11: the alias of webhook-id (any case) is svix-id");
+    CHECK(sig_standard_alias("webhook-other") == NULL && sig_standard_alias("svix-id") == NULL,
+          "issue 11: only the three webhook-* names have an alias");
+    json_decref(svix);
+}
+
 static void test_names(void)
 {
     enum sig_scheme s;
@@ -506,6 +554,7 @@ int main(void)
         test_generic(all);
         test_sign(all);
     }
+    test_svix();
     test_names();
     json_decref(all);
     return unit_done();

@@ -75,6 +75,17 @@ static enum event_result id_from_sha256(const unsigned char *body, size_t len, c
     return EV_OK;
 }
 
+/* The id header's value. For standard-webhooks, webhook-id is read
+ * through its Svix alias svix-id, as the signature check read it (a
+ * conflict has been refused there already). */
+static const char *id_header(const struct provider *p, const struct event_source *src)
+{
+    bool conflict = false;
+    if (p->sig.scheme == SIG_STANDARD_WEBHOOKS && sig_standard_alias(p->id_arg) != NULL)
+        return sig_standard_header(src->get, src->ctx, p->id_arg, &conflict);
+    return src->get(src->ctx, p->id_arg);
+}
+
 enum event_result event_external_id(const struct provider *p, const struct event_source *src,
                                     const unsigned char *body, size_t body_len, char **id)
 {
@@ -82,7 +93,7 @@ enum event_result event_external_id(const struct provider *p, const struct event
     *id = NULL;
     switch (p->id_kind) {
     case ID_HEADER:
-        v = src->get(src->ctx, p->id_arg);
+        v = id_header(p, src);
         return v ? take_id(v, strlen(v), id) : EV_NO_ID;
     case ID_JSON:
         return id_from_json(p->id_arg, body, body_len, id);

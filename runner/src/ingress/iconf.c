@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,27 +18,41 @@ struct ikey {
     int64_t min, max;              /* IK_INT, IK_SIZE, IK_DURATION (ms) */
     const char *def;
     size_t offset;
+    bool limit;                    /* a limit: 0 never means "off" and is refused as such */
 };
 
 #define AT(f) offsetof(struct ingress_conf, f)
+#define KIB ((int64_t)1 << 10)
+#define MIB ((int64_t)1 << 20)
 
 /* Every key of [pepsi-ingress] and its default; conf/pepsi.conf and the
- * README list the same. */
+ * README list the same. The limits (issue 11) hold before anything is
+ * allocated for a request: their ranges keep a typo from turning one off. */
 static const struct ikey keys[] = {
-    {"LISTEN", IK_ADDRESS, 0, 0, "127.0.0.1", AT(listen)},
-    {"PORT", IK_INT, 0, 65535, "8080", AT(port)},
-    {"THREADS", IK_INT, 1, 64, "2", AT(threads)},
-    {"MAX_CONNECTIONS", IK_INT, 1, 100000, "1024", AT(max_connections)},
-    {"MAX_BODY", IK_SIZE, 1, (int64_t)1 << 30, "1MiB", AT(max_body)},
-    {"MAX_HEADER", IK_SIZE, 4096, 1 << 20, "16KiB", AT(max_header)},
-    {"CLIENT_TIMEOUT", IK_DURATION, 1000, 3600 * 1000, "10s", AT(client_timeout_ms)},
-    {"WRITERS", IK_INT, 1, 32, "2", AT(writers)},
-    {"BURST_MAX", IK_INT, 1, 10000, "500", AT(burst_max)},
-    {"COMMIT_TIMEOUT", IK_DURATION, 100, 3600 * 1000, "10s", AT(commit_timeout_ms)},
-    {"RELOAD_INTERVAL", IK_DURATION, 0, (int64_t)7 * 24 * 3600 * 1000, "5min", AT(reload_interval_ms)},
+    {"LISTEN", IK_ADDRESS, 0, 0, "127.0.0.1", AT(listen), false},
+    {"PORT", IK_INT, 0, 65535, "8080", AT(port), false},
+    {"THREADS", IK_INT, 1, 64, "2", AT(threads), true},
+    {"MAX_CONNECTIONS", IK_INT, 1, 65536, "1024", AT(max_connections), true},
+    {"MAX_CONNECTIONS_PER_IP", IK_INT, 1, 65536, "128", AT(max_connections_per_ip), true},
+    {"MAX_BODY", IK_SIZE, 1 * KIB, 64 * MIB, "1MiB", AT(max_body), true},
+    {"MAX_HEADER", IK_SIZE, 4 * KIB, 1 * MIB, "16KiB", AT(max_header), true},
+    {"CLIENT_TIMEOUT", IK_DURATION, 1000, 600 * 1000, "10s", AT(client_timeout_ms), true},
+    {"WRITERS", IK_INT, 1, 32, "2", AT(writers), true},
+    {"BURST_MAX", IK_INT, 1, 10000, "500", AT(burst_max), true},
+    {"COMMIT_TIMEOUT", IK_DURATION, 100, 3600 * 1000, "10s", AT(commit_timeout_ms), true},
+    {"RELOAD_INTERVAL", IK_DURATION, 0, (int64_t)7 * 24 * 3600 * 1000, "5min", AT(reload_interval_ms), false},
 };
 
 #define N_KEYS (sizeof keys / sizeof keys[0])
+
+int iconf_key(size_t i, const char **name, const char **def)
+{
+    if (i >= N_KEYS)
+        return -1;
+    *name = keys[i].name;
+    *def = keys[i].def;
+    return 0;
+}
 
 int iconf_parse_size(const char *s, int64_t *out)
 {
@@ -75,12 +90,22 @@ static int parse_address(const char *s, char *out, size_t cap)
     return 0;
 }
 
+/* Whether a value reads as zero ("0", "0s", "0KiB", "00"): a limit of
+ * zero would mean "no limit" to many servers; here it is refused. */
+static bool reads_as_zero(const char *value)
+{
+    size_t digits = strspn(value, "0");
+    return digits > 0 && !isdigit((unsigned char)value[digits]);
+}
+
 /* Sets one key from text; returns NULL, or what was expected. */
 static const char *set_key(const struct ikey *k, const char *value, struct ingress_conf *c)
 {
     char *base = (char *)c + k->offset;
     int64_t v;
     int iv;
+    if (k->limit && reads_as_zero(value))
+        return "0 is not allowed: this limit cannot be turned off";
     switch (k->kind) {
     case IK_ADDRESS:
         return parse_address(value, base, sizeof c->listen) == 0 ? NULL
@@ -122,9 +147,59 @@ static void range_text(const struct ikey *k, char *buf, size_t cap)
         buf[0] = '\0';
 }
 
+static void known_keys(char *buf, size_t cap)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < N_KEYS && used < cap; i++) {
+        int n = snprintf(buf + used, cap - used, "%s%s", i ? ", " : "", keys[i].name);
+        if (n < 0)
+            break;
+        used += (size_t)n;
+    }
+}
+
+/* The line a key was set on, or 0 when it holds its default. */
+static int line_of(const struct conf *conf, const char *name)
+{
+    int line = 0;
+    for (size_t i = 0; i < conf->n_ingress; i++)
+        if (strcmp(conf->ingress[i].key, name) == 0 && conf->ingress[i].value[0] != '\0')
+            line = conf->ingress[i].line;
+    return line;
+}
+
+/* Checks between keys, once each holds its value. A default
+ * MAX_CONNECTIONS_PER_IP above a lowered MAX_CONNECTIONS follows it down;
+ * a value set that way is refused. Returns 0 or -1 with err. */
+static int cross_check(const struct conf *conf, struct ingress_conf *out, char *err, size_t errlen)
+{
+    int line;
+    if (out->threads > out->max_connections) { /* only when MAX_CONNECTIONS is set: THREADS <= 64 */
+        snprintf(err, errlen,
+                 "%s:%d: key \"MAX_CONNECTIONS\" in [pepsi-ingress]: %d is below THREADS (%d); each HTTP "
+                 "thread takes its share of the connections",
+                 conf->path, line_of(conf, "MAX_CONNECTIONS"), out->max_connections, out->threads);
+        return -1;
+    }
+    if (out->max_connections_per_ip > out->max_connections) {
+        line = line_of(conf, "MAX_CONNECTIONS_PER_IP");
+        if (line == 0) {
+            out->max_connections_per_ip = out->max_connections;
+            return 0;
+        }
+        snprintf(err, errlen,
+                 "%s:%d: key \"MAX_CONNECTIONS_PER_IP\" in [pepsi-ingress]: %d is over MAX_CONNECTIONS (%d); "
+                 "one address cannot hold more connections than the ingress takes",
+                 conf->path, line, out->max_connections_per_ip, out->max_connections);
+        return -1;
+    }
+    return 0;
+}
+
 int iconf_load(const struct conf *conf, struct ingress_conf *out, char *err, size_t errlen)
 {
-    char range[64];
+    char range[64], names[512];
     memset(out, 0, sizeof *out);
     for (size_t i = 0; i < N_KEYS; i++) {
         if (set_key(&keys[i], keys[i].def, out) != NULL) {
@@ -137,11 +212,9 @@ int iconf_load(const struct conf *conf, struct ingress_conf *out, char *err, siz
         const struct ikey *k = find_key(kv->key);
         const char *why;
         if (k == NULL) {
-            snprintf(err, errlen,
-                     "%s:%d: key \"%s\" in [pepsi-ingress]: unknown key (known: LISTEN, PORT, THREADS, "
-                     "MAX_CONNECTIONS, MAX_BODY, MAX_HEADER, CLIENT_TIMEOUT, WRITERS, BURST_MAX, "
-                     "COMMIT_TIMEOUT, RELOAD_INTERVAL)",
-                     conf->path, kv->line, kv->key);
+            known_keys(names, sizeof names);
+            snprintf(err, errlen, "%s:%d: key \"%s\" in [pepsi-ingress]: unknown key (known: %s)", conf->path,
+                     kv->line, kv->key, names);
             return -1;
         }
         if (kv->value[0] == '\0')
@@ -153,5 +226,5 @@ int iconf_load(const struct conf *conf, struct ingress_conf *out, char *err, siz
             return -1;
         }
     }
-    return 0;
+    return cross_check(conf, out, err, errlen);
 }

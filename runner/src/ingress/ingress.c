@@ -290,6 +290,8 @@ static void stop(struct ingress *g)
     }
     writer_pool_free(g->writers); /* no HTTP thread is left to reach it */
     g->writers = NULL;
+    if (g->listener == NULL && g->server == NULL && g->flushed_port > 0) /* it was reconnecting */
+        g->listener = conn_open(g->conf->conninfo, g->conf->connect_timeout_ms, "pepsi-ingress", COMPONENT, NULL);
     if (g->listener && g->server == NULL && g->flushed_port > 0)
         flush_stats(g); /* the last counters, as the dispatcher flushes at shutdown */
     if (g->listener)

@@ -24,6 +24,8 @@ static const char *const reason_names[RJ_COUNT] = {
     [RJ_SHUTTING_DOWN] = "shutting_down",
     [RJ_TIMEOUT] = "client_timeout",
     [RJ_CLIENT_ERROR] = "client_error",
+    [RJ_CONFLICTING_HEADERS] = "conflicting_headers",
+    [RJ_CONNECTION_LIMIT] = "connection_limit",
 };
 
 /* Upper bounds of the latency buckets, in microseconds. */

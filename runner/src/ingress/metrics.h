@@ -25,6 +25,8 @@ enum reject_reason {
     RJ_SHUTTING_DOWN,       /* 503 shutting_down */
     RJ_TIMEOUT,             /* client_timeout: a slow or idle client was cut off */
     RJ_CLIENT_ERROR,        /* client_error: malformed HTTP, connection dropped mid-request */
+    RJ_CONFLICTING_HEADERS, /* 400: webhook-X and its alias svix-X both present, with different values */
+    RJ_CONNECTION_LIMIT,    /* connection_limit: closed at accept, MAX_CONNECTIONS(_PER_IP) reached */
     RJ_COUNT
 };
 

@@ -5,18 +5,29 @@
  * body, once more when the body is complete, and again after a resume):
  *   1. headers: the path names a provider we know (else 404, no body
  *      read), the method is POST (else 405), a Content-Length over
- *      MAX_BODY is answered 413 before the body is read (the client that
- *      sent "Expect: 100-continue" never sends it). Nothing is allocated
- *      before these checks pass.
- *   2. body pieces are appended; a body without Content-Length (chunked)
- *      that grows past MAX_BODY has its connection closed.
+ *      MAX_BODY is answered 413 at once: the response is queued in this
+ *      first call, so MHD reads none of the body and closes the
+ *      connection after the answer (a client that sent "Expect:
+ *      100-continue" never sends it). Nothing is allocated before these
+ *      checks pass, and then only a small buffer (BODY_INITIAL).
+ *   2. body pieces are appended; the buffer grows with the bytes that
+ *      really arrived, never from what Content-Length claims. A body
+ *      without Content-Length (chunked) that grows past MAX_BODY is
+ *      dropped at once (buffer freed) and the rest of it is read and
+ *      discarded: MHD cannot answer while a body streams in, so the 413
+ *      goes out when the body ends; one that goes on past another
+ *      MAX_BODY has its connection closed instead.
  *   3. complete: the signature is checked over the exact bytes received
  *      (401/400 on failure, counted by reason, no query), then the
  *      external id is found (400 when missing). The event is queued for a
  *      writer and the connection suspended.
  *   4. resumed by the writer after the commit: 200 for a new or known
  *      event, 503 when the database did not store it (the provider
- *      retries), never 2xx before the commit (D-78). */
+ *      retries), never 2xx before the commit (D-78).
+ * Connections (issue 11): MAX_CONNECTIONS in all, MAX_CONNECTIONS_PER_IP
+ * from one address (more are accepted and closed at once by MHD),
+ * CLIENT_TIMEOUT of silence closes one, MAX_HEADER bounds the memory MHD
+ * gives a connection (headers that do not fit: 431). */
 #include "ingress/server.h"
 
 #include "ingress/event.h"
@@ -36,6 +47,7 @@
 #define COMPONENT "ingress"
 #define HOOKS_PREFIX "/hooks/"
 #define PROVIDER_NAME_MAX 63
+#define BODY_INITIAL 16384              /* bytes of body buffer before any data has arrived */
 
 struct server {
     struct server_env env;
@@ -53,6 +65,9 @@ struct request {
     char provider[PROVIDER_NAME_MAX + 1];
     unsigned char *body;
     size_t len, cap;
+    size_t limit;                       /* MAX_BODY, or a smaller Content-Length */
+    size_t dropped;                     /* bytes of an over-long chunked body read and thrown away */
+    bool too_large;                     /* the body went past MAX_BODY: answered 413 when it ends */
     bool counted;                       /* its rejection has been counted */
     bool submitted;                     /* handed to the writers: counted in waiting */
     struct MHD_Connection *conn;
@@ -70,6 +85,8 @@ static enum MHD_Result respond(struct MHD_Connection *c, unsigned int status, co
     MHD_add_response_header(r, "Content-Type", "application/json");
     if (allow_post)
         MHD_add_response_header(r, "Allow", "POST");
+    if (status == 413) /* what is left of the body is not read: the connection cannot be reused */
+        MHD_add_response_header(r, "Connection", "close");
     enum MHD_Result ok = MHD_queue_response(c, status, r);
     MHD_destroy_response(r);
     return ok;
@@ -195,8 +212,10 @@ static enum MHD_Result on_headers(struct server *s, struct MHD_Connection *c, co
     rq->server = s;
     rq->conn = c;
     snprintf(rq->provider, sizeof rq->provider, "%s", name);
-    rq->cap = declared > 0 ? (size_t)declared : 4096;
+    /* Content-Length is the client's claim: it only caps the first buffer. */
+    rq->cap = declared >= 0 && declared < BODY_INITIAL ? (size_t)declared : BODY_INITIAL;
     rq->body = xmalloc(rq->cap);
+    rq->limit = declared >= 0 ? (size_t)declared : (size_t)s->env.conf->max_body;
     rq->item.owner = rq;
     *con_cls = rq;
     return MHD_YES;
@@ -204,25 +223,52 @@ static enum MHD_Result on_headers(struct server *s, struct MHD_Connection *c, co
 
 /* ---- step 2: the body ---- */
 
+/* Drops the body of a request that went past MAX_BODY: its memory goes
+ * now, and what still arrives is counted, not kept. */
+static void body_drop(struct request *rq)
+{
+    rq->too_large = true;
+    rq->dropped = rq->len;
+    free(rq->body);
+    rq->body = NULL;
+    rq->len = rq->cap = 0;
+}
+
+/* Grows the buffer to hold need bytes: doubling, never past the limit. */
+static void body_reserve(struct request *rq, size_t need)
+{
+    size_t max = rq->limit > need ? rq->limit : need;
+    if (need <= rq->cap)
+        return;
+    size_t cap = rq->cap ? rq->cap : BODY_INITIAL;
+    while (cap < need)
+        cap *= 2;
+    rq->cap = cap < max ? cap : max;
+    rq->body = xrealloc(rq->body, rq->cap);
+}
+
 static enum MHD_Result on_body(struct request *rq, const char *data, size_t *size)
 {
     size_t max = (size_t)rq->server->env.conf->max_body;
-    if (rq->len + *size > max) {
-        /* A response cannot be queued while the body streams in: close. */
+    size_t n = *size;
+    *size = 0;
+    if (!rq->too_large && rq->len + n > max)
+        body_drop(rq);
+    if (rq->too_large) {
+        /* A response cannot be queued while the body streams in: read and
+         * discard up to another MAX_BODY to answer 413 at its end; a body
+         * that goes on past that is cut off (the connection closed). */
+        rq->dropped += n;
+        if (rq->dropped <= 2 * max)
+            return MHD_YES;
         metrics_reject(rq->server->env.metrics, RJ_BODY_TOO_LARGE);
         rq->counted = true;
+        log_debug(COMPONENT, "closed a connection: its body went on past twice MAX_BODY (%zu bytes)", max);
         return MHD_NO;
     }
-    if (rq->len + *size > rq->cap) {
-        while (rq->cap < rq->len + *size)
-            rq->cap *= 2;
-        if (rq->cap > max)
-            rq->cap = max;
-        rq->body = xrealloc(rq->body, rq->cap);
-    }
-    memcpy(rq->body + rq->len, data, *size);
-    rq->len += *size;
-    *size = 0;
+    body_reserve(rq, rq->len + n);
+    memcpy(rq->body + rq->len, data, n);
+    rq->len += n;
     return MHD_YES;
 }
 
@@ -236,6 +282,7 @@ static const enum reject_reason sig_reasons[] = {
     [SIG_BAD_TIMESTAMP] = RJ_BAD_TIMESTAMP,
     [SIG_STALE_TIMESTAMP] = RJ_STALE_TIMESTAMP,
     [SIG_NO_ID] = RJ_MISSING_ID,
+    [SIG_CONFLICT] = RJ_CONFLICTING_HEADERS,
 };
 
 /* Verifies the request and finds its external id. Returns the HTTP
@@ -286,6 +333,10 @@ static enum MHD_Result on_complete(struct request *rq)
     char *id = NULL;
     char received[40];
 
+    if (rq->too_large) {
+        rq->counted = true;
+        return reject(s, rq->conn, 413, RJ_BODY_TOO_LARGE);
+    }
     unsigned int status = verify(rq, &src, &id, &why);
     if (status != 0) {
         rq->counted = true;
@@ -373,10 +424,17 @@ static void completed_cb(void *cls, struct MHD_Connection *c, void **con_cls, en
     *con_cls = NULL;
 }
 
+/* MHD's own messages, at debug. The one MHD logs when it closes a
+ * connection it has just accepted because MAX_CONNECTIONS or
+ * MAX_CONNECTIONS_PER_IP is reached is also counted: nothing else tells
+ * the application about such a connection. */
 static void mhd_log_cb(void *cls, const char *fmt, va_list ap)
 {
+    static const char limit_msg[] = "Server reached connection limit";
+    struct server *s = cls;
     char line[512];
-    (void)cls;
+    if (strncmp(fmt, limit_msg, sizeof limit_msg - 1) == 0)
+        metrics_reject(s->env.metrics, RJ_CONNECTION_LIMIT);
     vsnprintf(line, sizeof line, fmt, ap);
     line[strcspn(line, "\n")] = '\0';
     log_debug(COMPONENT, "http: %s", line);
@@ -417,10 +475,11 @@ struct server *server_start(const struct server_env *env)
         flags |= strcmp(cf->listen, "::") == 0 ? MHD_USE_DUAL_STACK : MHD_USE_IPv6;
     unsigned int timeout_s = (unsigned int)((cf->client_timeout_ms + 999) / 1000);
     s->daemon = MHD_start_daemon(
-        flags, 0, NULL, NULL, access_cb, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log_cb, NULL,
+        flags, 0, NULL, NULL, access_cb, s, MHD_OPTION_EXTERNAL_LOGGER, mhd_log_cb, s,
         MHD_OPTION_SOCK_ADDR, &addr.sa,
         MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)cf->threads,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned int)cf->max_connections,
+        MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)cf->max_connections_per_ip,
         MHD_OPTION_CONNECTION_TIMEOUT, timeout_s,
         MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)cf->max_header,
         MHD_OPTION_NOTIFY_COMPLETED, completed_cb, s,

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define MAC_LEN 32
 #define HEX_LEN (2 * MAC_LEN)           /* 64 */
@@ -50,6 +51,7 @@ const char *sig_result_reason(enum sig_result r)
     case SIG_BAD_TIMESTAMP: return "bad_timestamp";
     case SIG_STALE_TIMESTAMP: return "stale_timestamp";
     case SIG_NO_ID: return "missing_id";
+    case SIG_CONFLICT: return "conflicting_headers";
     }
     return "unknown";
 }
@@ -287,13 +289,44 @@ static enum sig_result after_match(enum sig_result r, int64_t ts, const struct s
 
 /* ---- the schemes ---- */
 
+/* ---- Standard Webhooks and its Svix names ---- */
+
+static const char *const standard_names[][2] = {
+    {"webhook-id", "svix-id"},
+    {"webhook-timestamp", "svix-timestamp"},
+    {"webhook-signature", "svix-signature"},
+};
+
+const char *sig_standard_alias(const char *name)
+{
+    for (size_t i = 0; name && i < sizeof standard_names / sizeof standard_names[0]; i++)
+        if (strcasecmp(name, standard_names[i][0]) == 0)
+            return standard_names[i][1];
+    return NULL;
+}
+
+const char *sig_standard_header(sig_header_cb get, void *ctx, const char *name, bool *conflict)
+{
+    const char *alias = sig_standard_alias(name);
+    const char *v = get(ctx, name);
+    const char *a = alias ? get(ctx, alias) : NULL;
+    if (v && a && strcmp(v, a) != 0) {
+        *conflict = true;
+        return NULL;
+    }
+    return v ? v : a;
+}
+
 static enum sig_result verify_standard(const struct sig_config *c, sig_header_cb get, void *ctx,
                                        const unsigned char *body, size_t len, int64_t now)
 {
-    const char *id = get(ctx, "webhook-id");
-    const char *tss = get(ctx, "webhook-timestamp");
-    const char *sig = get(ctx, "webhook-signature");
+    bool conflict = false;
+    const char *id = sig_standard_header(get, ctx, "webhook-id", &conflict);
+    const char *tss = sig_standard_header(get, ctx, "webhook-timestamp", &conflict);
+    const char *sig = sig_standard_header(get, ctx, "webhook-signature", &conflict);
     int64_t ts;
+    if (conflict)
+        return SIG_CONFLICT;
     if (id == NULL || *id == '\0')
         return SIG_NO_ID;
     if (tss == NULL || *tss == '\0')

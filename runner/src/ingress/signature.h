@@ -7,7 +7,11 @@
  * Schemes (the formats of each provider's own documentation):
  *   standard-webhooks  webhook-id, webhook-timestamp, webhook-signature:
  *                      space-separated "v1,<base64>" entries; key: base64
- *                      after an optional "whsec_"; signed "id.timestamp.body"
+ *                      after an optional "whsec_"; signed "id.timestamp.body".
+ *                      Svix's names svix-id, svix-timestamp, svix-signature
+ *                      are aliases (the same scheme, issue 11): each value
+ *                      is read from webhook-X, else from svix-X; both
+ *                      present with different values is SIG_CONFLICT.
  *   stripe             Stripe-Signature: t=<ts>,v1=<hex>[,v1=...][,v0=...]
  *                      (only v1 counts); key: the secret text; signed "t.body"
  *   github             X-Hub-Signature-256: sha256=<hex>; signed: the body
@@ -49,6 +53,7 @@ enum sig_result {
     SIG_BAD_TIMESTAMP,    /* 400 bad_timestamp: not decimal seconds */
     SIG_STALE_TIMESTAMP,  /* 400 stale_timestamp: authentic but outside the tolerance */
     SIG_NO_ID,            /* 400 missing_id: the signed content needs the id (standard-webhooks) */
+    SIG_CONFLICT,         /* 400 conflicting_headers: webhook-X and svix-X disagree */
 };
 
 /* HMAC key bytes made from one configured secret. */
@@ -70,6 +75,15 @@ struct sig_config {
 
 /* Looks up a request header by name, case-insensitively; NULL when absent. */
 typedef const char *(*sig_header_cb)(void *ctx, const char *name);
+
+/* The Svix alias of a Standard Webhooks header name ("webhook-id" ->
+ * "svix-id", any case), or NULL when name has none. */
+const char *sig_standard_alias(const char *name);
+
+/* A Standard Webhooks header read through its alias: the value of name,
+ * else of its svix- alias; NULL when neither is there. *conflict is set
+ * when both are there with different values (the result is then NULL). */
+const char *sig_standard_header(sig_header_cb get, void *ctx, const char *name, bool *conflict);
 
 /* "standard-webhooks", "stripe", ... into *out; 0 or -1. */
 int sig_scheme_parse(const char *name, enum sig_scheme *out);

@@ -10,6 +10,14 @@
 #   sw_secret / sw_key_hex              the Standard Webhooks test secret and key
 #   post_sw PROVIDER ID BODY [TS] [CURL ARGS...]   a signed Standard Webhooks POST;
 #                                       prints the HTTP status (000: no answer)
+#   post_sw_file PROVIDER ID FILE [TS] [CURL ARGS...]  the same with the body in FILE
+#                                       (bodies too large for an argument)
+#   post_svix PROVIDER ID BODY [TS] [CURL ARGS...]     the same signature under Svix's
+#                                       header names svix-id, svix-timestamp, svix-signature
+#   ingress_mem FIELD                   FIELD (VmRSS, VmHWM, VmData) of the ingress
+#                                       process in /proc/PID/status, in kB
+#   ingress_client ARGS...              runner/tests/e2e/ingress-client.py (raw sockets)
+#   ingress_tcp                         TCP sockets the ingress holds (listening one included)
 #   metric NAME                         a value of GET /metrics (0 when absent)
 #   webhook_load ARGS...                runner/tests/webhook_load.c, built once
 #   wait_ingress_log ERE [SECS]         waits until the ingress log matches
@@ -115,6 +123,47 @@ post_sw() {
         -H 'Content-Type: application/json' -H "webhook-id: $id" -H "webhook-timestamp: $ts" \
         -H "webhook-signature: $(sw_signature "$SW_KEY_HEX" "$id" "$ts" "$body")" \
         --data-binary "$body" "$@"
+}
+
+# sw_file_signature KEYHEX ID TS FILE: the same over a body held in a file.
+sw_file_signature() {
+    { printf '%s.%s.' "$2" "$3"; cat "$4"; } | openssl dgst -sha256 -mac HMAC -macopt "hexkey:$1" -binary |
+        base64 -w0 | sed 's/^/v1,/'
+}
+
+post_sw_file() {
+    local provider=$1 id=$2 file=$3 ts=${4:-$(date +%s)}
+    shift 3
+    [ $# -gt 0 ] && shift
+    curl -s -o "$E2E_DIR/last-answer" -w '%{http_code}' -X POST "$INGRESS_URL/hooks/$provider" \
+        -H 'Content-Type: application/json' -H "webhook-id: $id" -H "webhook-timestamp: $ts" \
+        -H "webhook-signature: $(sw_file_signature "$SW_KEY_HEX" "$id" "$ts" "$file")" \
+        --data-binary "@$file" "$@"
+}
+
+post_svix() {
+    local provider=$1 id=$2 body=$3 ts=${4:-$(date +%s)}
+    shift 3
+    [ $# -gt 0 ] && shift
+    curl -s -o "$E2E_DIR/last-answer" -w '%{http_code}' -X POST "$INGRESS_URL/hooks/$provider" \
+        -H 'Content-Type: application/json' -H "svix-id: $id" -H "svix-timestamp: $ts" \
+        -H "svix-signature: $(sw_signature "$SW_KEY_HEX" "$id" "$ts" "$body")" \
+        --data-binary "$body" "$@"
+}
+
+ingress_mem() {
+    awk -v f="$1:" '$1 == f { print $2 }' "/proc/$INGRESS_PID/status"
+}
+
+ingress_tcp() {
+    local fd
+    for fd in /proc/"$INGRESS_PID"/fd/*; do readlink "$fd"; done 2>/dev/null |
+        awk 'FNR == NR { if (FNR > 1) tcp["socket:[" $10 "]"] = 1; next } $0 in tcp { n++ } END { print n + 0 }' \
+            <(cat /proc/net/tcp /proc/net/tcp6 2>/dev/null) -
+}
+
+ingress_client() {
+    python3 "$E2E_ROOT/runner/tests/e2e/ingress-client.py" "$@"
 }
 
 metric() {
