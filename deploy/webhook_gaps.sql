@@ -450,6 +450,8 @@ begin
 end
 $$;
 
+revoke all on function pepsi.webhook_external_id_format(text, text, int, bigint) from public;
+revoke all on function pepsi.webhook_external_id_number(text, text, int, text) from public;
 revoke all on table pepsi.webhook_id_sequence from public;
 revoke all on table pepsi.webhook_gaps from public;
 revoke all on function pepsi.webhook_id_sequence_set(text, text, text, int, bigint, int, interval, text, text, int, boolean) from public;

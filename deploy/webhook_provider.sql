@@ -437,6 +437,8 @@ select p.provider, p.scheme, cardinality(p.secrets) as active_secrets, p.toleran
 comment on view pepsi.webhook_providers is
     'Webhook providers without their secrets: scheme, id source, mode (pipeline or pull), entry stage and tube.';
 
+revoke all on function pepsi.webhook_id_source_default(text) from public;
+revoke all on function pepsi.webhook_provider_check(pepsi.webhook_provider) from public;
 revoke all on table pepsi.webhook_provider from public;
 revoke all on table pepsi.webhook_providers from public;
 revoke all on function pepsi.webhook_provider_get(text) from public;

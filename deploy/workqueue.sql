@@ -397,6 +397,15 @@ alter table pepsi.workqueue set (
 -- plan and its buffers at 1M rows.
 alter table pepsi.workqueue alter column stage set (n_distinct = 1000);
 
+-- Helpers run inside pepsi's security-definer functions, as the owner;
+-- nobody else calls them (PostgreSQL grants EXECUTE to PUBLIC by default).
+revoke all on function pepsi.input_limits(), pepsi.input_limit(text), pepsi.excerpt(text),
+                       pepsi.size_error(text, text, bigint, text), pepsi.stage_check(text, text),
+                       pepsi.address_check(text, text), pepsi.tube_check(text, text), pepsi.state_count(jsonb),
+                       pepsi.state_flag(jsonb), pepsi.time_or_null(text), pepsi.reason_clip(text),
+                       pepsi.domain_of(text), pepsi.peer_key_of(inet),
+                       pepsi.sender_key_of(text, inet, text, text[]) from public;
+
 grant select on pepsi.workqueue, pepsi.workqueue_body to pepsi_worker;
 
 commit;

@@ -172,6 +172,8 @@ end
 $$;
 
 revoke all on function pepsi.workqueue_refuse(bigint, text) from public;
+revoke all on function pepsi.state_patch_check(jsonb) from public;
+revoke all on function pepsi.failure_class_check(text) from public;
 revoke all on function pepsi.workqueue_advance(bigint, text, text, jsonb) from public;
 revoke all on function pepsi.workqueue_finish(bigint, text) from public;
 revoke all on function pepsi.workqueue_pause(bigint, text, timestamptz, text, jsonb) from public;
