@@ -71,10 +71,14 @@ as $$
 -- "duplicate": 3, "rejected.bad_signature": 2}, in one statement.
 -- Counter names: stored, duplicate, rejected.<reason> (the reasons of
 -- GET /metrics). Raises PX003 (no instance, not an object of
--- non-negative integers, an unknown counter). Tables: ingress_stats.
+-- non-negative integers, an unknown counter, a NULL p_now).
+-- Tables: ingress_stats.
 begin
     if p_instance is null or p_instance = '' or octet_length(p_instance) > 200 then
         raise exception 'invalid ingress instance name' using errcode = 'PX003';
+    end if;
+    if p_now is null then
+        raise exception 'p_now must not be NULL' using errcode = 'PX003';
     end if;
     if p_deltas is null or jsonb_typeof(p_deltas) <> 'object' or exists (
             select 1 from jsonb_each_text(p_deltas) d
@@ -154,7 +158,8 @@ create materialized view pepsi.anomaly_orphan_mv as
 -- and an example (the smallest id). Webhook messages are read once.
 with hooked as materialized (
     select w.workqueue_id, w.status, w.state->>'webhook_provider' as provider, w.state->>'external_id' as external_id,
-           case when (w.state->>'webhook_event') ~ '^[0-9]{1,18}$' then (w.state->>'webhook_event')::bigint end as event_id
+           case when (w.state->>'webhook_event') ~ '^[0-9]{1,18}$' then (w.state->>'webhook_event')::bigint end as event_id,
+           w.state->>'webhook_event' as event_text
       from pepsi.workqueue w
      where w.state ? 'webhook_event'
 ), linked as materialized (
@@ -181,7 +186,10 @@ with hooked as materialized (
       join pepsi.webhook_provider p on p.provider = e.provider and p.stage is not null
      where e.processed_at is null
        and e.received_at < now() - (select s.lost_after from pepsi.reconcile_settings s)
-       and not exists (select 1 from pepsi.workqueue w where (w.state->>'webhook_event') = e.webhook_event_id::text)
+       -- against the webhook messages read once above, not a scan of the
+       -- whole queue per event (which a stale estimate of webhook_events
+       -- turned into minutes per refresh)
+       and not exists (select 1 from hooked h where h.event_text = e.webhook_event_id::text)
     union all
     select 'processed_events_with_live_message', count(*), 'event ' || min(l.found_id)
       from linked l where l.processed_at is not null and l.status in ('pending', 'running', 'paused')
@@ -404,11 +412,14 @@ as $$
 -- a value); firing (some subject out of range: value and subject are the
 -- one farthest out); ok (value and subject are the one closest to a
 -- bound). detail says how many subjects are out of range.
--- Raises PX024 (unknown check). Tables: anomaly_check and what its metric reads.
+-- Raises PX003 (a NULL p_now), PX024 (unknown check). Tables: anomaly_check and what its metric reads.
 declare
     v_check pepsi.anomaly_check;
     v_rows jsonb;
 begin
+    if p_now is null then
+        raise exception 'p_now must not be NULL' using errcode = 'PX003';
+    end if;
     select * into v_check from pepsi.anomaly_check c where c.name = p_name;
     if not found then
         raise exception 'unknown anomaly check "%"', coalesce(p_name, '<null>') using errcode = 'PX024';

@@ -21,6 +21,7 @@ as $$
 --   different  neither: the schema was built from different files
 -- detail says where the two first part. Runs as the schema owner, who can
 -- read sqitch's registry; callers need no access to it.
+-- Raises PX003 (an array NULL, arrays of different lengths).
 declare
     v_deployed text[];
     v_hashes text[];
@@ -28,8 +29,8 @@ declare
     v_nd int;
     v_nb int;
 begin
-    if cardinality(p_changes) is distinct from cardinality(p_hashes) then
-        raise exception 'changes and hashes differ in length' using errcode = 'PX003';
+    if p_changes is null or p_hashes is null or cardinality(p_changes) <> cardinality(p_hashes) then
+        raise exception 'changes and hashes must be arrays of one length' using errcode = 'PX003';
     end if;
     if to_regclass('sqitch.changes') is null then
         return query select 'different'::text, 'no sqitch registry in this database: deploy the schema with sqitch'::text;

@@ -48,7 +48,12 @@ as $$
 --           (any column of stage_stats but stage/owner_slot/updated_at;
 --           a missing key adds 0)
 -- p_dispatch: {"claims": 5, "claimed": 12, ...} or null
+-- Raises PX001 (a stage name), PX003 (a bad owner slot, p_stages not an
+-- array of objects, p_dispatch not an object, a delta that is not a count
+-- of 0 to 15 digits, a NULL p_now).
 -- Tables: stage_stats, dispatch_stats (insert or update).
+declare
+    v_bad record;
 begin
     if p_owner_slot is null or p_owner_slot < 0 then
         raise exception 'invalid owner slot %', coalesce(p_owner_slot::text, '<null>') using errcode = 'PX003';
@@ -58,6 +63,34 @@ begin
     end if;
     if p_dispatch is not null and jsonb_typeof(p_dispatch) <> 'object' then
         raise exception 'dispatch deltas must be a JSON object' using errcode = 'PX003';
+    end if;
+    if p_now is null then
+        raise exception 'p_now must not be NULL' using errcode = 'PX003';
+    end if;
+    -- Every delta a count: 0 to 15 digits (a JSON number or a string of
+    -- one), checked before jsonb_to_recordset casts it.
+    select d.ord, d.key, d.value into v_bad
+      from (select e.ord, k.key, k.value
+              from jsonb_array_elements(coalesce(p_stages, '[]')) with ordinality as e(s, ord)
+              left join lateral jsonb_each(case when jsonb_typeof(e.s) = 'object' then e.s end) k on true
+             where jsonb_typeof(e.s) <> 'object'
+                or (k.key in ('stages_executed', 'runs', 'run_usec', 'succeeded', 'failed',
+                              'tempfailed', 'strikes', 'requeued')
+                    and (k.value #>> '{}') !~ '^[0-9]{1,15}$')
+            union all
+            select null, k.key, k.value
+              from jsonb_each(coalesce(p_dispatch, '{}')) k
+             where k.key in ('claims', 'claimed', 'wakeups', 'notifications', 'workers_started',
+                             'workers_exited', 'bodies_collected')
+               and (k.value #>> '{}') !~ '^[0-9]{1,15}$') d
+     order by d.ord nulls last
+     limit 1;
+    if found and v_bad.key is null then
+        raise exception 'stage delta % is not a JSON object', v_bad.ord using errcode = 'PX003';
+    elsif found then
+        raise exception '%: % must be a count (0 to 15 digits), not %',
+            coalesce('stage delta ' || v_bad.ord, 'dispatch deltas'), v_bad.key, pepsi.excerpt(v_bad.value::text)
+            using errcode = 'PX003';
     end if;
 
     insert into pepsi.stage_stats as s

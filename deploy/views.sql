@@ -37,7 +37,11 @@ select w.workqueue_id, w.tube, w.stage, w.status,
        w.state->>'failed_stage' as failed_stage,
        w.state->>'failure_class' as failure_class,
        w.state->>'last_error' as last_error,
-       coalesce((w.state->>'strikes')::int, 0) as strikes,
+       -- guarded like pepsi.state_count (a view may not call a function
+       -- its readers cannot execute): a producer's odd value reads as 0
+       case when jsonb_typeof(w.state->'strikes') in ('number', 'string')
+                 and (w.state->>'strikes') ~ '^[0-9]{1,9}$'
+            then (w.state->>'strikes')::int else 0 end as strikes,
        w.sender_key, w.arrived_at
   from pepsi.workqueue w
  where w.status in ('failed', 'timeout');

@@ -60,18 +60,21 @@ as $$
 -- The request goes to the provider's back-fill stage and tube
 -- (webhook_id_sequence_set). The id's gap row records the request (one is
 -- made if needed). Returns the message id.
--- Raises PX011 (unknown provider), PX012 (bad id), PX020 (the event is
--- stored), PX021 (no back-fill stage for the provider).
+-- Raises PX003 (a NULL p_now), PX011 (unknown provider), PX012 (bad id),
+-- PX020 (the event is stored), PX021 (no back-fill stage for the provider).
 -- Tables: webhook_gaps (insert, update), workqueue (insert).
 declare
     v_seq pepsi.webhook_id_sequence;
     v_id bigint;
 begin
+    if p_now is null then
+        raise exception 'p_now must not be NULL' using errcode = 'PX003';
+    end if;
     if not exists (select 1 from pepsi.webhook_provider p where p.provider = p_provider) then
-        raise exception 'unknown webhook provider "%"', coalesce(p_provider, '<null>') using errcode = 'PX011';
+        raise exception 'unknown webhook provider "%"', pepsi.excerpt(p_provider) using errcode = 'PX011';
     end if;
     if p_external_id is null or p_external_id = '' or octet_length(p_external_id) > 1024 then
-        raise exception 'invalid external id "%"', coalesce(p_external_id, '<null>') using errcode = 'PX012';
+        raise exception 'invalid external id "%"', pepsi.excerpt(p_external_id) using errcode = 'PX012';
     end if;
     select * into v_seq from pepsi.webhook_id_sequence s where s.provider = p_provider;
     if not found or v_seq.backfill_stage is null then
@@ -123,6 +126,9 @@ declare
 begin
     if p_limit is null or p_limit < 0 then
         raise exception 'invalid limit %', coalesce(p_limit::text, '<null>') using errcode = 'PX003';
+    end if;
+    if p_now is null then
+        raise exception 'p_now must not be NULL' using errcode = 'PX003';
     end if;
     -- Requests whose message failed, timed out or vanished.
     for v_gap in
@@ -241,9 +247,11 @@ as $$
 --   404, 410, or 2xx without a body: the provider has no such event.
 --     A tombstone with the reason, unless the event was stored meanwhile
 --     (then 'arrived'). Returns tombstoned or arrived.
--- Raises PX003 (another status: the stage handles those), PX004/PX005
--- (not running at p_stage), PX011 (the provider is gone), PX022 (not a
--- back-fill message), PX023 (the answer is another event).
+-- Raises PX003 (a NULL p_now, headers not an object, an answer over
+-- input_limit('body'): see webhook_events_ingest), PX004/PX005 (not
+-- running at p_stage), PX011 (the provider is gone), PX022 (not a
+-- back-fill message), PX023 (the answer is another event, or a status
+-- that is not an answer).
 -- Tables: webhook_events, workqueue, workqueue_body (via
 -- webhook_events_ingest), webhook_tombstones (insert), webhook_gaps
 -- (update); workqueue, webhook_provider (read).
@@ -254,6 +262,9 @@ declare
     v_id_source text;
     v_outcome text;
 begin
+    if p_now is null then
+        raise exception 'p_now must not be NULL' using errcode = 'PX003';
+    end if;
     select w.state into v_state from pepsi.workqueue w
      where w.workqueue_id = p_id and w.status = 'running' and w.stage = p_stage;
     if not found then

@@ -196,7 +196,7 @@ as $$
 -- PX021 (bad sequence or limits). Tables: webhook_id_sequence.
 begin
     if not exists (select 1 from pepsi.webhook_provider p where p.provider = p_provider) then
-        raise exception 'unknown webhook provider "%"', coalesce(p_provider, '<null>') using errcode = 'PX011';
+        raise exception 'unknown webhook provider "%"', pepsi.excerpt(p_provider) using errcode = 'PX011';
     end if;
     if p_kind is null or p_kind not in ('none', 'integer', 'prefixed') then
         raise exception 'unknown id sequence kind "%"', coalesce(p_kind, '<null>')
@@ -274,7 +274,7 @@ begin
     update pepsi.webhook_id_sequence s set scan_from = p_scan_from, updated_at = now()
      where s.provider = p_provider;
     if not found then
-        raise exception 'webhook provider "%" has no id sequence', coalesce(p_provider, '<null>')
+        raise exception 'webhook provider "%" has no id sequence', pepsi.excerpt(p_provider)
             using errcode = 'PX021';
     end if;
 end
@@ -308,7 +308,7 @@ begin
     select * into v_seq from pepsi.webhook_id_sequence s where s.provider = p_provider;
     if not found or v_seq.kind = 'none' then
         if not exists (select 1 from pepsi.webhook_provider p where p.provider = p_provider) then
-            raise exception 'unknown webhook provider "%"', coalesce(p_provider, '<null>') using errcode = 'PX011';
+            raise exception 'unknown webhook provider "%"', pepsi.excerpt(p_provider) using errcode = 'PX011';
         end if;
         raise exception 'webhook provider "%" has no id sequence', p_provider using errcode = 'PX021';
     end if;
@@ -348,7 +348,7 @@ $$;
 
 create function pepsi.webhook_gaps_recheck(p_now timestamptz default now())
 returns int
-language sql
+language plpgsql
 security definer
 set search_path = pg_catalog, pepsi, pg_temp
 as $$
@@ -356,7 +356,14 @@ as $$
 -- delivery came late, or the original came while a back-fill was under
 -- way) or whose id was tombstoned meanwhile. One look-up per unresolved
 -- gap. Returns how many were resolved. Part of each reconciliation pass.
+-- Raises PX003 (a NULL p_now).
 -- Tables: webhook_gaps (update); webhook_events, webhook_tombstones (read).
+declare
+    v_count int;
+begin
+    if p_now is null then
+        raise exception 'p_now must not be NULL' using errcode = 'PX003';
+    end if;
     with r as (
         select g.provider, g.external_id,
                case when exists (select 1 from pepsi.webhook_events e
@@ -372,7 +379,9 @@ as $$
           from r
          where g.provider = r.provider and g.external_id = r.external_id and r.outcome is not null
         returning 1)
-    select count(*)::int from done
+    select count(*)::int into v_count from done;
+    return v_count;
+end
 $$;
 
 create function pepsi.webhook_gaps_detect(p_now timestamptz default now())
@@ -388,7 +397,8 @@ as $$
 -- returned; scan_from moves past the window; the high water is raised from
 -- the events stored since the last pass (at most 1 000 000 event ids a
 -- pass). Part of each reconciliation pass, which holds the lock that keeps
--- two scans apart. Tables: webhook_id_sequence (update, row locks),
+-- two scans apart. Raises PX003 (a NULL p_now).
+-- Tables: webhook_id_sequence (update, row locks),
 -- webhook_gaps (insert); webhook_events, webhook_tombstones (read).
 declare
     v_seq pepsi.webhook_id_sequence;
@@ -397,6 +407,9 @@ declare
     v_top bigint;
     v_upto bigint;
 begin
+    if p_now is null then
+        raise exception 'p_now must not be NULL' using errcode = 'PX003';
+    end if;
     select max(e.webhook_event_id) into v_top from pepsi.webhook_events e;
     for v_seq in
         select * from pepsi.webhook_id_sequence s
@@ -437,6 +450,8 @@ begin
 end
 $$;
 
+revoke all on function pepsi.webhook_external_id_format(text, text, int, bigint) from public;
+revoke all on function pepsi.webhook_external_id_number(text, text, int, text) from public;
 revoke all on table pepsi.webhook_id_sequence from public;
 revoke all on table pepsi.webhook_gaps from public;
 revoke all on function pepsi.webhook_id_sequence_set(text, text, text, int, bigint, int, interval, text, text, int, boolean) from public;

@@ -51,10 +51,14 @@ as $$
 -- bursts lock rows in the same order and cannot deadlock. NOTIFY
 -- workqueue once, and only when the burst queued a message (D-32).
 -- Raises, before anything is written (a bad element rejects the whole
--- burst): PX003 (not an array of objects, payload lengths that do not add
--- up to p_payloads), PX011 (a provider that does not exist), PX012 (a
--- missing, empty or over-long external id, no payload, headers that are
--- not an object, a received_at that is not a string).
+-- burst): PX003 (not an array of objects, more than
+-- input_limit('burst_events') events, payload lengths that do not add up
+-- to p_payloads, a payload over input_limit('body') or headers whose
+-- header block is over input_limit('headers'): "event 3: payload is
+-- 70000000 bytes; the limit is 67108864"), PX011 (a provider that does
+-- not exist), PX012 (a missing, empty or over-long external id, no
+-- payload, headers that are not an object, a received_at that is not a
+-- string or not a time).
 -- Tables: webhook_events (insert, update), workqueue_body and workqueue
 -- (insert); webhook_provider (read).
 declare
@@ -67,6 +71,9 @@ begin
     -- Validation in one pass over the burst.
     if p_events is null or jsonb_typeof(p_events) <> 'array' then
         raise exception 'events must be a JSON array' using errcode = 'PX003';
+    end if;
+    if jsonb_array_length(p_events) > pepsi.input_limit('burst_events') then
+        perform pepsi.size_error(null, 'burst_events', jsonb_array_length(p_events), 'the burst');
     end if;
     select min(e.ord) filter (where jsonb_typeof(e.ev) <> 'object') as not_object,
            min(e.ord) filter (where jsonb_typeof(e.ev) = 'object' and p.provider is null) as unknown,
@@ -101,6 +108,38 @@ begin
         raise exception 'payload lengths add up to % bytes, the payloads have %', v_bad.total, coalesce(octet_length(p_payloads), 0)
             using errcode = 'PX003';
     end if;
+    -- Input limits (issue 11): the payload becomes a message body, the
+    -- headers its header block ("name: value" CRLF each, as built below).
+    select e.ord, f.field, f.size into v_bad
+      from jsonb_array_elements(p_events) with ordinality as e(ev, ord)
+     cross join lateral (values
+               (1, 'body',
+                coalesce((e.ev->>'payload_length')::bigint, octet_length(convert_to(e.ev->>'payload', 'UTF8')))),
+               (2, 'headers',
+                (select sum(octet_length(h.key) + octet_length(h.value) + 4)
+                   from jsonb_each_text(coalesce(e.ev->'headers', '{}')) h)::bigint)) as f(n, field, size)
+      join pepsi.input_limits() l on l.field = f.field
+     where f.size > l.max_value
+     order by e.ord, f.n
+     limit 1;
+    if found then
+        perform pepsi.size_error('event ' || v_bad.ord, v_bad.field, v_bad.size,
+                                 case v_bad.field when 'body' then 'payload' else 'headers' end);
+    end if;
+    -- received_at must be a time: the cast is tried on the whole burst
+    -- once, and only when it fails is the event found one by one.
+    begin
+        perform count((e.ev->>'received_at')::timestamptz)
+           from jsonb_array_elements(p_events) as e(ev);
+    exception when data_exception then
+        select e.ord, e.ev->>'received_at' as received_at into v_bad
+          from jsonb_array_elements(p_events) with ordinality as e(ev, ord)
+         where e.ev->>'received_at' is not null and pepsi.time_or_null(e.ev->>'received_at') is null
+         order by e.ord
+         limit 1;
+        raise exception 'event %: received_at "%" is not a time', v_bad.ord, pepsi.excerpt(v_bad.received_at)
+            using errcode = 'PX012';
+    end;
 
     with src as materialized (
         select e.ord::int as ord, e.ev->>'provider' as provider, e.ev->>'external_id' as external_id,
@@ -199,20 +238,27 @@ create function pepsi.webhook_event_ingest(
     p_headers     jsonb default '{}',
     p_received_at timestamptz default now())
 returns table (webhook_event_id bigint, outcome text, workqueue_id bigint)
-language sql
+language plpgsql
 security definer
 set search_path = pg_catalog, pepsi, pg_temp
 as $$
 -- Stores one verified event: webhook_events_ingest with a burst of one
--- (same outcomes, same errors). For applications and tests; the ingress
--- sends whole bursts. Tables: as webhook_events_ingest.
+-- (same outcomes, same errors), and PX003 for a NULL p_received_at. For
+-- applications and tests; the ingress sends whole bursts. Tables: as
+-- webhook_events_ingest.
+begin
+    if p_received_at is null then
+        raise exception 'received_at must not be NULL' using errcode = 'PX003';
+    end if;
+    return query
     select i.webhook_event_id, i.outcome, i.workqueue_id
       from pepsi.webhook_events_ingest(
                jsonb_build_array(jsonb_build_object(
                    'provider', p_provider, 'external_id', p_external_id,
-                   'headers', coalesce(p_headers, '{}'), 'received_at', coalesce(p_received_at, now()),
+                   'headers', coalesce(p_headers, '{}'), 'received_at', p_received_at,
                    'payload_length', octet_length(p_payload))),
-               p_payload) i
+               p_payload) i;
+end
 $$;
 
 revoke all on function pepsi.webhook_events_ingest(jsonb, bytea) from public;

@@ -93,21 +93,21 @@ as $$
 -- Raises PX010 with a precise message when p_row is not a usable provider
 -- definition; the table's constraints say the same thing less kindly.
 -- Checks: the name (it is a URL path segment), the scheme, one to 16
--- non-empty secrets (a standard-webhooks secret must be base64 after an
--- optional whsec_ prefix and not empty), the tolerance, the id source,
+-- non-empty secrets of at most 1024 bytes (a standard-webhooks secret
+-- must be base64 after an optional whsec_ prefix and not empty), the tolerance, the id source,
 -- the hmac-sha256 options, and the entry stage and tube.
 declare
     v_secret text;
     v_key bytea;
 begin
     if p_row.provider is null or p_row.provider !~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$' then
-        raise exception 'invalid webhook provider name "%"', coalesce(p_row.provider, '<null>')
+        raise exception 'invalid webhook provider name "%"', left(coalesce(p_row.provider, '<null>'), 64)
             using errcode = 'PX010',
                   hint = 'A provider name has 1 to 63 letters, digits, "_", "." or "-" and starts with a letter or digit.';
     end if;
     if p_row.scheme is null
        or p_row.scheme not in ('standard-webhooks', 'stripe', 'github', 'slack', 'shopify', 'hmac-sha256') then
-        raise exception 'unknown signature scheme "%" for webhook provider "%"', coalesce(p_row.scheme, '<null>'), p_row.provider
+        raise exception 'unknown signature scheme "%" for webhook provider "%"', left(coalesce(p_row.scheme, '<null>'), 64), p_row.provider
             using errcode = 'PX010',
                   hint = 'Use standard-webhooks, stripe, github, slack, shopify or hmac-sha256.';
     end if;
@@ -117,6 +117,11 @@ begin
     foreach v_secret in array p_row.secrets loop
         if v_secret is null or v_secret = '' then
             raise exception 'webhook provider "%": empty secret', p_row.provider using errcode = 'PX010';
+        end if;
+        if octet_length(v_secret) > 1024 then
+            raise exception 'webhook provider "%": a secret is % bytes; the limit is 1024', p_row.provider,
+                octet_length(v_secret)
+                using errcode = 'PX010';
         end if;
         if p_row.scheme = 'standard-webhooks' then
             begin
@@ -137,7 +142,7 @@ begin
     end if;
     if p_row.id_source is null
        or p_row.id_source !~ '^(header:[!#$%&''*+.^_`|~0-9A-Za-z-]{1,100}|json:[^.]{1,100}(\.[^.]{1,100}){0,7}|sha256)$' then
-        raise exception 'webhook provider "%": invalid id source "%"', p_row.provider, coalesce(p_row.id_source, '<null>')
+        raise exception 'webhook provider "%": invalid id source "%"', p_row.provider, left(coalesce(p_row.id_source, '<null>'), 120)
             using errcode = 'PX010',
                   hint = 'Use header:<Name>, json:<key>[.<key>...] or sha256.';
     end if;
@@ -158,12 +163,12 @@ begin
             using errcode = 'PX010';
     end if;
     if p_row.stage is not null and p_row.stage !~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$' then
-        raise exception 'webhook provider "%": invalid entry stage "%"', p_row.provider, p_row.stage
+        raise exception 'webhook provider "%": invalid entry stage "%"', p_row.provider, left(p_row.stage, 64)
             using errcode = 'PX010';
     end if;
     if p_row.tube is null or octet_length(p_row.tube) > 200
        or p_row.tube !~ '^[A-Za-z0-9+/;.$_()][A-Za-z0-9+/;.$_()-]*$' then
-        raise exception 'webhook provider "%": invalid tube "%"', p_row.provider, coalesce(p_row.tube, '<null>')
+        raise exception 'webhook provider "%": invalid tube "%"', p_row.provider, left(coalesce(p_row.tube, '<null>'), 64)
             using errcode = 'PX010';
     end if;
 end
@@ -236,7 +241,7 @@ declare
 begin
     select * into v_row from pepsi.webhook_provider p where p.provider = p_provider for update;
     if not found then
-        raise exception 'unknown webhook provider "%"', coalesce(p_provider, '<null>') using errcode = 'PX011';
+        raise exception 'unknown webhook provider "%"', left(coalesce(p_provider, '<null>'), 64) using errcode = 'PX011';
     end if;
     return v_row;
 end
@@ -432,6 +437,8 @@ select p.provider, p.scheme, cardinality(p.secrets) as active_secrets, p.toleran
 comment on view pepsi.webhook_providers is
     'Webhook providers without their secrets: scheme, id source, mode (pipeline or pull), entry stage and tube.';
 
+revoke all on function pepsi.webhook_id_source_default(text) from public;
+revoke all on function pepsi.webhook_provider_check(pepsi.webhook_provider) from public;
 revoke all on table pepsi.webhook_provider from public;
 revoke all on table pepsi.webhook_providers from public;
 revoke all on function pepsi.webhook_provider_get(text) from public;

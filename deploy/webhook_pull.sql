@@ -43,7 +43,7 @@ begin
     end if;
     select p.stage into v_stage from pepsi.webhook_provider p where p.provider = p_provider;
     if not found then
-        raise exception 'unknown webhook provider "%"', coalesce(p_provider, '<null>') using errcode = 'PX011';
+        raise exception 'unknown webhook provider "%"', pepsi.excerpt(p_provider) using errcode = 'PX011';
     end if;
     if v_stage is not null then
         raise exception 'webhook provider "%" routes its events into the pipeline (stage "%")', p_provider, v_stage
@@ -71,15 +71,18 @@ as $$
 -- it marked; an unknown id or an event already processed is skipped (a
 -- second mark keeps the first time). Call it in the transaction that
 -- pulled them, so that the work and the mark commit together.
--- Raises PX003 (p_ids NULL). Tables: webhook_events (update).
+-- Raises PX003 (p_ids NULL, p_now NULL). Tables: webhook_events (update).
 declare
     v_count int;
 begin
     if p_ids is null then
         raise exception 'no event ids given' using errcode = 'PX003';
     end if;
+    if p_now is null then
+        raise exception 'p_now must not be NULL' using errcode = 'PX003';
+    end if;
     update pepsi.webhook_events e
-       set processed_at = coalesce(p_now, now())
+       set processed_at = p_now
      where e.webhook_event_id = any (p_ids)
        and e.processed_at is null;
     get diagnostics v_count = row_count;

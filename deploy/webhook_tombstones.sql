@@ -45,18 +45,21 @@ as $$
 -- An id whose event is stored is refused: a tombstone says "never sent".
 -- (An event that arrives after its tombstone is still stored and
 -- processed; the anomaly check tombstones_for_existing_events shows it.)
--- Raises PX003 (no reason), PX011 (unknown provider), PX012 (empty or
--- over-long id), PX020 (the event is stored).
+-- Raises PX003 (no reason, a NULL p_now), PX011 (unknown provider),
+-- PX012 (empty or over-long id), PX020 (the event is stored).
 -- Tables: webhook_tombstones (insert); webhook_provider, webhook_events (read).
 begin
     if not exists (select 1 from pepsi.webhook_provider p where p.provider = p_provider) then
-        raise exception 'unknown webhook provider "%"', coalesce(p_provider, '<null>') using errcode = 'PX011';
+        raise exception 'unknown webhook provider "%"', pepsi.excerpt(p_provider) using errcode = 'PX011';
     end if;
     if p_external_id is null or p_external_id = '' or octet_length(p_external_id) > 1024 then
-        raise exception 'invalid external id "%"', coalesce(p_external_id, '<null>') using errcode = 'PX012';
+        raise exception 'invalid external id "%"', pepsi.excerpt(p_external_id) using errcode = 'PX012';
     end if;
     if p_reason is null or btrim(p_reason) = '' or octet_length(p_reason) > 1000 then
         raise exception 'a tombstone needs a reason (1 to 1000 bytes)' using errcode = 'PX003';
+    end if;
+    if p_now is null then
+        raise exception 'p_now must not be NULL' using errcode = 'PX003';
     end if;
     if exists (select 1 from pepsi.webhook_events e
                 where e.provider = p_provider and e.external_id = p_external_id) then
@@ -64,7 +67,7 @@ begin
             using errcode = 'PX020';
     end if;
     insert into pepsi.webhook_tombstones (provider, external_id, reason, source, created_at)
-    values (p_provider, p_external_id, p_reason, 'operator', coalesce(p_now, now()))
+    values (p_provider, p_external_id, p_reason, 'operator', p_now)
     on conflict (provider, external_id) do nothing;
     return found;
 end

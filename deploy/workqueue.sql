@@ -8,21 +8,124 @@ begin;
 
 create type pepsi.workqueue_status as enum ('pending', 'running', 'paused', 'failed', 'timeout');
 
+-- Input limits (issue 11): the largest value each field of a message may
+-- have, in ONE place. Every writer checks against this table, the README
+-- repeats it ("Limits"), and a later change reads it with
+-- pepsi.input_limit(field). The check constraints of the tables below
+-- repeat the stage and tube rules as a backstop.
+
+create function pepsi.input_limits()
+returns table (field text, max_value bigint, unit text, sqlstate text, rationale text)
+language sql immutable parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+-- One row per limited field: its maximum, the unit (bytes: octets of the
+-- UTF-8 text or of the bytes; entries: array elements), the SQLSTATE a
+-- value over it gets, and why this number. Values over a limit are
+-- refused before anything is written; a reason is the one exception (it
+-- is cut, so that a failure can always be recorded).
+    select l.field, l.max_value, l.unit, l.sqlstate, l.rationale
+      from (values
+        ('stage', 63::bigint, 'bytes', 'PX001',
+         'a [stage-<name>] section name: 1 to 63 of A-Za-z0-9_.- (stage_check)'),
+        ('tube', 200, 'bytes', 'PX006',
+         'beanstalkd''s tube-name rule, which the tube spec routes by (T-02, T-30): 1 to 200 bytes of A-Za-z0-9-+/;.$_(), not starting with -'),
+        ('subject', 998, 'bytes', 'PX003',
+         'RFC 5322 2.1.1: a header line is at most 998 characters; a producer cuts a longer folded Subject (the header block keeps it whole)'),
+        ('header_from', 998, 'bytes', 'PX003', 'as subject: one RFC 5322 header line'),
+        ('headers', 1048576, 'bytes', 'PX003',
+         'the header block: ten times Postfix''s header_size_limit (102400), and the ingress''s largest MAX_HEADER'),
+        ('body', 67108864, 'bytes', 'PX003',
+         'a safety ceiling, not a policy (an MTA''s message_size_limit or the ingress''s MAX_BODY is the policy): covers the largest mail providers accept (50 MB) after base64, and keeps every worker''s copy and a whole batch far below PostgreSQL''s 1 GB per value'),
+        ('state', 1048576, 'bytes', 'PX003',
+         'the JSON text of the state object (state::text), also of each state patch a stage writes: metadata, not payload'),
+        ('origin_user', 256, 'bytes', 'PX003',
+         'a login: an address (254) or webhook:/backfill:<provider> (72) fit; sender_key is indexed and a btree entry must stay under 2704 bytes'),
+        ('address', 254, 'bytes', 'PX003',
+         'RFC 5321 4.5.3.1.3: a path is at most 256 octets with its angle brackets; envelope sender and each recipient'),
+        ('address_local_part', 64, 'bytes', 'PX003', 'RFC 5321 4.5.3.1.1: a local part is at most 64 octets'),
+        ('recipients', 1000, 'entries', 'PX003',
+         'Postfix''s smtpd_recipient_limit default (RFC 5321 4.5.3.1.8 asks for at least 100); a larger list is several messages'),
+        ('batch_messages', 10000, 'entries', 'PX003',
+         'messages in one workqueue_inject_batch call: one statement''s work and lock time stay bounded'),
+        ('burst_events', 10000, 'entries', 'PX003',
+         'events in one webhook_events_ingest call: the ingress''s largest BURST_MAX'),
+        ('external_id', 1024, 'bytes', 'PX012',
+         'a webhook event''s id (webhook_events.external_id): provider ids are tens of bytes'),
+        ('reason', 4096, 'bytes', 'cut',
+         'a pause or failure reason (state.last_error, pause_reason): longer text is cut to 4096 bytes ending in "...", never refused')
+      ) as l(field, max_value, unit, sqlstate, rationale)
+$$;
+
+create function pepsi.input_limit(p_field text)
+returns bigint
+language plpgsql immutable parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+-- The maximum of one field of pepsi.input_limits(); an unknown field is a
+-- programming error (XX000), never a silent "no limit".
+declare
+    v_max bigint;
+begin
+    select l.max_value into v_max from pepsi.input_limits() l where l.field = p_field;
+    if v_max is null then
+        raise exception 'unknown input limit "%"', coalesce(p_field, '<null>') using errcode = 'XX000';
+    end if;
+    return v_max;
+end
+$$;
+
+create function pepsi.excerpt(p_value text)
+returns text
+language sql immutable parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+-- At most the first 64 characters of p_value, for an error message: an
+-- error must never echo a 10 MB argument back into the client and the
+-- server log. '<null>' for NULL.
+    select case when p_value is null then '<null>'
+                when length(p_value) <= 64 then p_value
+                else left(p_value, 61) || '...' end
+$$;
+
+create function pepsi.size_error(p_where text, p_field text, p_size bigint, p_name text default null)
+returns void
+language plpgsql immutable
+set search_path = pg_catalog, pepsi, pg_temp
+as $$
+-- Raises PX003 when p_size is over the limit of p_field, naming the field
+-- (or p_name), its size and the limit: "subject is 204800 bytes; the limit
+-- is 998", prefixed with p_where ("message 3: ") when given. NULL sizes
+-- pass.
+declare
+    v_max bigint := pepsi.input_limit(p_field);
+    v_entries boolean := p_field in ('recipients', 'batch_messages', 'burst_events');
+begin
+    if p_size > v_max then
+        raise exception '%', format('%s%s %s %s %s; the limit is %s', coalesce(p_where || ': ', ''),
+                                    coalesce(p_name, p_field),
+                                    case when v_entries then 'has' else 'is' end, p_size,
+                                    case when v_entries then 'entries' else 'bytes' end, v_max)
+            using errcode = 'PX003';
+    end if;
+end
+$$;
+
 -- Validators shared by every writer. They raise the documented PX codes so
 -- that a caller sees which argument is wrong before a constraint fires.
 
-create function pepsi.stage_check(p_stage text)
+create function pepsi.stage_check(p_stage text, p_where text default null)
 returns text
 language plpgsql immutable
-set search_path = pg_catalog, pg_temp
+set search_path = pg_catalog, pepsi, pg_temp
 as $$
 -- Returns p_stage when it is a valid stage name, else raises PX001.
 -- A stage name is what follows "stage-" in a [stage-<name>] section:
 -- 1 to 63 characters, letters, digits, '_', '.', '-', starting with a
--- letter or digit.
+-- letter or digit. p_where prefixes the message ("message 3").
 begin
     if p_stage is null or p_stage !~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$' then
-        raise exception 'invalid stage name "%"', coalesce(p_stage, '<null>')
+        raise exception '%invalid stage name "%"', coalesce(p_where || ': ', ''), pepsi.excerpt(p_stage)
             using errcode = 'PX001',
                   hint = 'A stage name has 1 to 63 letters, digits, "_", "." or "-" and starts with a letter or digit.';
     end if;
@@ -33,38 +136,120 @@ $$;
 create function pepsi.address_check(p_address text, p_what text default 'address')
 returns text
 language plpgsql immutable
-set search_path = pg_catalog, pg_temp
+set search_path = pg_catalog, pepsi, pg_temp
 as $$
--- Returns p_address when it looks like local@domain, else raises PX002.
--- Deliberately loose (RFC 5321 local parts are wild); it catches the
--- mistakes that matter here: no '@', an empty side, spaces, two '@'s
--- outside a quoted local part. p_what names the argument in the message.
+-- Returns p_address when it looks like local@domain and fits RFC 5321's
+-- lengths (input_limits: address, address_local_part), else raises
+-- PX003 (too long; checked first) or PX002 (not an address).
+-- Deliberately loose on the shape (RFC 5321 local parts are wild); it
+-- catches the mistakes that matter here: no '@', an empty side, spaces,
+-- two '@'s outside a quoted local part. p_what names the argument in the
+-- message ("envelope sender", "message 3: recipient 2").
 begin
-    if p_address is null
-       or p_address !~ '^("[^"]*"|[^@\s"]+)@[^@\s]+$'
-       or length(p_address) > 320 then
-        raise exception 'invalid % "%"', p_what, coalesce(p_address, '<null>')
+    -- The limits fold to constants in the cached plans; size_error (and its
+    -- look-up) runs only on the rare value over them.
+    if octet_length(p_address) > pepsi.input_limit('address') then
+        perform pepsi.size_error(null, 'address', octet_length(p_address), p_what);
+    end if;
+    if octet_length(p_address) > pepsi.input_limit('address_local_part') and p_address like '%@%'
+       and octet_length(regexp_replace(p_address, '@[^@]*$', '')) > pepsi.input_limit('address_local_part') then
+        perform pepsi.size_error(null, 'address_local_part',
+                                 octet_length(regexp_replace(p_address, '@[^@]*$', '')), p_what || ' local part');
+    end if;
+    if p_address is null or p_address !~ '^("[^"]*"|[^@\s"]+)@[^@\s]+$' then
+        raise exception '% "%" is not an address', p_what, pepsi.excerpt(p_address)
             using errcode = 'PX002', hint = 'Expected local-part@domain.';
     end if;
     return p_address;
 end
 $$;
 
-create function pepsi.tube_check(p_tube text)
+create function pepsi.tube_check(p_tube text, p_where text default null)
 returns text
 language plpgsql immutable
-set search_path = pg_catalog, pg_temp
+set search_path = pg_catalog, pepsi, pg_temp
 as $$
 -- Returns p_tube when it is a valid tube name, else raises PX006.
 -- beanstalkd's rule: 1 to 200 bytes of letters, digits and - + / ; . $ _ ( ),
 -- not starting with '-'. Names are exact bytes: no case folding.
+-- p_where prefixes the message ("message 3").
 begin
-    if p_tube is null or octet_length(p_tube) > 200
+    if p_tube is null or octet_length(p_tube) > pepsi.input_limit('tube')
        or p_tube !~ '^[A-Za-z0-9+/;.$_()][A-Za-z0-9+/;.$_()-]*$' then
-        raise exception 'invalid tube name "%"', coalesce(p_tube, '<null>')
-            using errcode = 'PX006';
+        raise exception '%invalid tube name "%"%', coalesce(p_where || ': ', ''), pepsi.excerpt(p_tube),
+            case when octet_length(p_tube) > pepsi.input_limit('tube')
+                 then format(': %s bytes; the limit is %s', octet_length(p_tube), pepsi.input_limit('tube')) else '' end
+            using errcode = 'PX006',
+                  hint = 'A tube name has 1 to 200 bytes of letters, digits and - + / ; . $ _ ( ), and does not start with -.';
     end if;
     return p_tube;
+end
+$$;
+
+-- Readers of the state keys pepsi's own functions act on (strikes,
+-- temporary_failures, generated_at: time_or_null, list_copy). A producer chooses the
+-- initial state freely, so a value of the wrong type there must read as
+-- absent, never as a cast error in a dispatcher or worker call.
+
+create function pepsi.state_count(p_value jsonb)
+returns int
+language sql immutable parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+-- A count kept in state: a JSON number or string of 1 to 9 digits, else
+-- NULL (absent).
+    select case when jsonb_typeof(p_value) in ('number', 'string') and (p_value #>> '{}') ~ '^[0-9]{1,9}$'
+                then (p_value #>> '{}')::int end
+$$;
+
+create function pepsi.state_flag(p_value jsonb)
+returns boolean
+language sql immutable parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+-- A flag kept in state: true for JSON true or a string PostgreSQL reads as
+-- true ("true", "yes", "on", "1", ...), false for anything else.
+    select case when jsonb_typeof(p_value) = 'boolean' then p_value = 'true'::jsonb
+                when jsonb_typeof(p_value) = 'string'
+                then lower(btrim(p_value #>> '{}')) in ('t', 'true', 'y', 'yes', 'on', '1')
+                else false end
+$$;
+
+create function pepsi.time_or_null(p_text text)
+returns timestamptz
+language plpgsql stable parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+-- p_text read as timestamptz, or NULL when it is NULL or not a time (a
+-- producer's state.generated_at, an event's received_at). Stable, not
+-- immutable: a string without an offset is read in the session's TimeZone.
+-- The exception block costs a subtransaction without an xid: callers use
+-- it on the rare path, or once per call.
+begin
+    return p_text::timestamptz;
+exception when data_exception then
+    return null;
+end
+$$;
+
+create function pepsi.reason_clip(p_reason text)
+returns text
+language plpgsql immutable parallel safe
+set search_path = pg_catalog, pepsi, pg_temp
+as $$
+-- A pause or failure reason cut to input_limit('reason') bytes, ending in
+-- "..." when cut: a failure must always be recordable, so a long reason is
+-- cut rather than refused. Cut on characters, then (for multi-byte text)
+-- on a quarter of them, so the result never splits a character.
+declare
+    v_max int := pepsi.input_limit('reason');
+begin
+    if octet_length(p_reason) <= v_max then
+        return p_reason;
+    elsif octet_length(left(p_reason, v_max - 3)) <= v_max - 3 then
+        return left(p_reason, v_max - 3) || '...';
+    end if;
+    return left(p_reason, (v_max - 3) / 4) || '...';
 end
 $$;
 
@@ -211,6 +396,15 @@ alter table pepsi.workqueue set (
 -- the scan on workqueue_pending_idx; pgtap/05-claim-plan.sql checks the
 -- plan and its buffers at 1M rows.
 alter table pepsi.workqueue alter column stage set (n_distinct = 1000);
+
+-- Helpers run inside pepsi's security-definer functions, as the owner;
+-- nobody else calls them (PostgreSQL grants EXECUTE to PUBLIC by default).
+revoke all on function pepsi.input_limits(), pepsi.input_limit(text), pepsi.excerpt(text),
+                       pepsi.size_error(text, text, bigint, text), pepsi.stage_check(text, text),
+                       pepsi.address_check(text, text), pepsi.tube_check(text, text), pepsi.state_count(jsonb),
+                       pepsi.state_flag(jsonb), pepsi.time_or_null(text), pepsi.reason_clip(text),
+                       pepsi.domain_of(text), pepsi.peer_key_of(inet),
+                       pepsi.sender_key_of(text, inet, text, text[]) from public;
 
 grant select on pepsi.workqueue, pepsi.workqueue_body to pepsi_worker;
 

@@ -38,12 +38,16 @@ as $$
 -- returns how many. Bodies younger than a minute are left alone: a writer
 -- inserts the body before the row that refers to it, in one transaction,
 -- and a READ COMMITTED anti-join must not race that insert.
+-- Raises PX003 (a NULL or negative limit, a NULL p_now).
 -- Tables: workqueue_body (delete), workqueue (read).
 declare
     v_count int;
 begin
     if p_limit is null or p_limit < 0 then
         raise exception 'invalid limit %', coalesce(p_limit::text, '<null>') using errcode = 'PX003';
+    end if;
+    if p_now is null then
+        raise exception 'p_now must not be NULL' using errcode = 'PX003';
     end if;
     with orphan as (
         select b.body_id from pepsi.workqueue_body b

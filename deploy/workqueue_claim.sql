@@ -24,8 +24,9 @@ as $$
 -- p_now is stored as claimed_at; the dispatcher passes its own clock so
 -- that pepsi.workqueue_unclaim(p_now) can give back a claim whose answer
 -- it lost.
--- Raises PX003 when the arrays differ in length, a cap is NULL or < 0, a
--- stage is listed twice, or p_now is NULL.
+-- NULL arrays claim nothing. Raises PX003 when the arrays differ in
+-- length, a cap is NULL or < 0, a stage is NULL or listed twice, or p_now
+-- is NULL.
 -- Tables: workqueue (update).
 #variable_conflict use_column
 begin
@@ -38,7 +39,10 @@ begin
         raise exception 'caps must be zero or more' using errcode = 'PX003';
     end if;
     if p_now is null then
-        raise exception 'p_now must not be null' using errcode = 'PX003';
+        raise exception 'p_now must not be NULL' using errcode = 'PX003';
+    end if;
+    if array_position(p_stages, null) is not null then
+        raise exception 'a stage is NULL' using errcode = 'PX003';
     end if;
     if cardinality(p_stages) > 1
        and (select count(distinct s) from unnest(p_stages) s) <> cardinality(p_stages) then

@@ -3,6 +3,34 @@
 
 begin;
 
+create function pepsi.workqueue_commit_casts(p_results jsonb)
+returns void
+language plpgsql stable
+set search_path = pg_catalog, pepsi, pg_temp
+as $$
+-- The slow path of workqueue_commit, run only after a cast of the batch
+-- failed: raises PX003 naming the first result that is not an object,
+-- whose id is not an integer or whose until is not a time. Returns when it
+-- finds none (the caller then re-raises the original error).
+declare
+    v record;
+begin
+    for v in select e.ord, e.r from jsonb_array_elements(p_results) with ordinality as e(r, ord) order by e.ord loop
+        if jsonb_typeof(v.r) <> 'object' then
+            raise exception 'result % is not a JSON object', v.ord using errcode = 'PX003';
+        end if;
+        begin
+            perform (v.r->>'id')::bigint;
+        exception when data_exception then
+            raise exception 'result %: id "%" is not an integer', v.ord, pepsi.excerpt(v.r->>'id') using errcode = 'PX003';
+        end;
+        if v.r->>'until' is not null and pepsi.time_or_null(v.r->>'until') is null then
+            raise exception 'result %: until "%" is not a time', v.ord, pepsi.excerpt(v.r->>'until') using errcode = 'PX003';
+        end if;
+    end loop;
+end
+$$;
+
 create function pepsi.workqueue_commit(p_stage text, p_results jsonb)
 returns table (workqueue_id bigint, outcome text)
 language plpgsql
@@ -26,8 +54,12 @@ as $$
 -- The rows are reached through "workqueue_id = any(ids)", so the plan is
 -- a primary-key probe per result whatever the planner guesses of the
 -- JSON's size (with a join alone it hashed the whole queue: 6 ms a call).
--- Raises PX001 (bad next stage), PX003 (malformed results, a pause
--- without a time, an id twice), PX007 (unknown failure class).
+-- A reason is cut to input_limit('reason') bytes.
+-- Raises PX001 (bad next stage), PX003 (malformed results: not an array
+-- of objects, an id that is not an integer, an "until" that is not a
+-- time, a "state" over input_limit('state'); a pause without a time, an
+-- id twice; the message names the result: "result 3: ..."), PX007
+-- (unknown failure class).
 -- Tables: workqueue (update, delete).
 declare
     v record;
@@ -35,17 +67,29 @@ begin
     if p_results is null or jsonb_typeof(p_results) <> 'array' then
         raise exception 'results must be a JSON array' using errcode = 'PX003';
     end if;
+    -- The casts of jsonb_to_recordset (id bigint, until timestamptz) run
+    -- on the whole batch at once; only when one fails is the result found
+    -- one by one (workqueue_commit_casts), and named.
+    begin
     select count(*) as n, count(distinct r.id) as distinct_ids, array_agg(r.id) as ids,
            count(*) filter (where r.id is null or r."do" is null
                                or r."do" not in ('advance', 'finish', 'pause', 'fail')
                                or (r."do" = 'pause' and r.until is null)
                                or (r.state is not null and jsonb_typeof(r.state) <> 'object')) as bad,
+           max(octet_length(r.state::text)) as max_state,
            -- the checks raise PX001/PX007; CASE keeps each to its rows
            count(case when r."do" = 'advance' then pepsi.stage_check(r.next) end) as advances,
            count(case when r."do" = 'fail' then pepsi.failure_class_check(coalesce(r.class, 'permanent')) end) as fails
       into v
       from jsonb_to_recordset(p_results) as r(id bigint, "do" text, next text, state jsonb,
                                               until timestamptz, reason text, class text);
+    exception when data_exception then
+        perform pepsi.workqueue_commit_casts(p_results);
+        raise;
+    end;
+    if v.max_state > pepsi.input_limit('state') then
+        perform pepsi.size_error(null, 'state', v.max_state, 'a state patch');
+    end if;
     if v.bad > 0 then
         raise exception 'malformed result in a batch of %', v.n
             using errcode = 'PX003',
@@ -74,9 +118,9 @@ begin
                    when 'advance' then (w.state || coalesce(c.patch, '{}')) - 'strikes'
                    when 'pause' then w.state || coalesce(c.patch, '{}')
                        || case when c.reason is null then '{}'::jsonb
-                               else jsonb_build_object('pause_reason', c.reason) end
+                               else jsonb_build_object('pause_reason', pepsi.reason_clip(c.reason)) end
                    else w.state || coalesce(c.patch, '{}')
-                       || jsonb_build_object('last_error', coalesce(c.reason, 'failed'),
+                       || jsonb_build_object('last_error', coalesce(pepsi.reason_clip(c.reason), 'failed'),
                                              'failed_stage', w.stage,
                                              'failure_class', coalesce(c.class, 'permanent'))
                end
@@ -98,6 +142,7 @@ begin
 end
 $$;
 
+revoke all on function pepsi.workqueue_commit_casts(jsonb) from public;
 revoke all on function pepsi.workqueue_commit(text, jsonb) from public;
 grant execute on function pepsi.workqueue_commit(text, jsonb) to pepsi_worker;
 

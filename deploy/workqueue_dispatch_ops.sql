@@ -17,7 +17,8 @@ as $$
 -- the stage id p_ids[i] was handed out for; a row that has meanwhile moved
 -- on (its worker advanced it, then died before answering) is left alone,
 -- even if it is running again at its next stage. Returns how many moved.
--- Raises PX003 when the arrays differ in length. Tables: workqueue (update).
+-- NULL arrays are no ids (0). Raises PX003 when the arrays differ in
+-- length. Tables: workqueue (update).
 declare
     v_count int;
 begin
@@ -34,7 +35,7 @@ $$;
 
 create function pepsi.workqueue_unclaim(p_claimed_at timestamptz)
 returns int
-language sql
+language plpgsql
 security definer
 set search_path = pg_catalog, pepsi, pg_temp
 as $$
@@ -42,12 +43,19 @@ as $$
 -- (its connection dropped while the claim ran): the dispatcher passes its
 -- own p_now to every claim, so claimed_at identifies that claim's rows.
 -- Rows that have moved on since are not running with that claimed_at.
--- Returns how many moved. Tables: workqueue (update).
-    with moved as (
-        update pepsi.workqueue w set status = 'pending'
-         where w.status = 'running' and w.claimed_at = p_claimed_at
-        returning 1)
-    select count(*)::int from moved
+-- Returns how many moved. Raises PX003 (p_claimed_at NULL).
+-- Tables: workqueue (update).
+declare
+    v_count int;
+begin
+    if p_claimed_at is null then
+        raise exception 'p_claimed_at must not be NULL' using errcode = 'PX003';
+    end if;
+    update pepsi.workqueue w set status = 'pending'
+     where w.status = 'running' and w.claimed_at = p_claimed_at;
+    get diagnostics v_count = row_count;
+    return v_count;
+end
 $$;
 
 create function pepsi.workqueue_reset_running()
@@ -68,7 +76,7 @@ $$;
 
 create function pepsi.workqueue_release_paused(p_now timestamptz default now())
 returns table (released int, next_timeout timestamptz)
-language sql
+language plpgsql
 security definer
 set search_path = pg_catalog, pepsi, pg_temp
 as $$
@@ -76,14 +84,21 @@ as $$
 -- many, and the earliest timeout still ahead (NULL when none), which is
 -- when the dispatcher should sweep next. Both parts read the same
 -- snapshot, so the rows being released are not counted as ahead.
--- Tables: workqueue (update).
+-- Raises PX003 (p_now NULL). Tables: workqueue (update).
+#variable_conflict use_column
+begin
+    if p_now is null then
+        raise exception 'p_now must not be NULL' using errcode = 'PX003';
+    end if;
+    return query
     with due as (
         update pepsi.workqueue w set status = 'pending', timeout = null
          where w.status = 'paused' and w.timeout <= p_now
         returning 1)
     select (select count(*)::int from due),
            (select min(w.timeout) from pepsi.workqueue w
-             where w.status = 'paused' and w.timeout > p_now)
+             where w.status = 'paused' and w.timeout > p_now);
+end
 $$;
 
 create function pepsi.workqueue_defer(p_ids bigint[], p_stages text[], p_until timestamptz, p_reason text)
@@ -97,9 +112,9 @@ as $$
 -- them to the same stage. p_stages[i] is the stage p_ids[i] ran at: a row
 -- whose advance committed just before the connection dropped, and that is
 -- now running at its next stage, is left alone. state.last_error keeps
--- p_reason. Returns how many rows moved.
--- Raises PX003 (no time, arrays of different lengths).
--- Tables: workqueue (update).
+-- p_reason (cut to input_limit('reason') bytes). Returns how many rows
+-- moved (NULL arrays: none). Raises PX003 (no time, arrays of different
+-- lengths). Tables: workqueue (update).
 declare
     v_count int;
 begin
@@ -111,7 +126,7 @@ begin
     end if;
     update pepsi.workqueue w
        set status = 'paused', timeout = p_until,
-           state = w.state || jsonb_build_object('last_error', coalesce(p_reason, 'deferred'))
+           state = w.state || jsonb_build_object('last_error', coalesce(pepsi.reason_clip(p_reason), 'deferred'))
       from unnest(p_ids, p_stages) as r(id, stage)
      where w.workqueue_id = r.id and w.stage = r.stage and w.status = 'running';
     get diagnostics v_count = row_count;
@@ -131,30 +146,33 @@ as $$
 -- First strike: paused for 1 minute (D-84); second: 2 minutes (D-85);
 -- third: terminal, failed/crashed after a crash (D-87) or
 -- timeout/timed-out after a hang (D-88). state.strikes counts and
--- state.last_error holds p_reason (D-86). Returns the new status.
--- Raises PX003 (unknown kind), PX004/PX005. Tables: workqueue (update).
+-- state.last_error holds p_reason (D-86; cut to input_limit('reason')
+-- bytes); a strikes value that is not a count (a producer's initial
+-- state) reads as none. Returns the new status.
+-- Raises PX003 (unknown kind, NULL p_now), PX004/PX005.
+-- Tables: workqueue (update).
 declare
     v_status pepsi.workqueue_status;
 begin
     if p_now is null then
-        raise exception 'p_now must not be null' using errcode = 'PX003';
+        raise exception 'p_now must not be NULL' using errcode = 'PX003';
     end if;
     if p_kind is null or p_kind not in ('crash', 'hang') then
-        raise exception 'unknown strike kind "%"', coalesce(p_kind, '<null>')
+        raise exception 'unknown strike kind "%"', pepsi.excerpt(p_kind)
             using errcode = 'PX003', hint = 'Use crash or hang.';
     end if;
     update pepsi.workqueue w
        set status = case
-               when coalesce((w.state->>'strikes')::int, 0) + 1 < 3 then 'paused'
+               when coalesce(pepsi.state_count(w.state->'strikes'), 0) + 1 < 3 then 'paused'
                when p_kind = 'crash' then 'failed'
                else 'timeout' end::pepsi.workqueue_status,
            timeout = case
-               when coalesce((w.state->>'strikes')::int, 0) + 1 < 3
-               then p_now + make_interval(mins => coalesce((w.state->>'strikes')::int, 0) + 1) end,
+               when coalesce(pepsi.state_count(w.state->'strikes'), 0) + 1 < 3
+               then p_now + make_interval(mins => coalesce(pepsi.state_count(w.state->'strikes'), 0) + 1) end,
            state = w.state
-               || jsonb_build_object('strikes', coalesce((w.state->>'strikes')::int, 0) + 1,
-                                     'last_error', coalesce(p_reason, p_kind))
-               || case when coalesce((w.state->>'strikes')::int, 0) + 1 < 3 then '{}'::jsonb
+               || jsonb_build_object('strikes', coalesce(pepsi.state_count(w.state->'strikes'), 0) + 1,
+                                     'last_error', coalesce(pepsi.reason_clip(p_reason), p_kind))
+               || case when coalesce(pepsi.state_count(w.state->'strikes'), 0) + 1 < 3 then '{}'::jsonb
                        else jsonb_build_object(
                                 'failed_stage', w.stage,
                                 'failure_class', case p_kind when 'crash' then 'crashed'

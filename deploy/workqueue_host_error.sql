@@ -25,8 +25,11 @@ as $$
 -- p_bounce_stage (D-108), or failed when there is none or the message is
 -- a list copy (state.list_copy, D-109); either way with
 -- state.failed_stage and state.failure_class 'retries-exhausted' (D-111).
+-- The reason is cut to input_limit('reason') bytes. A state key of the
+-- wrong type (a producer chooses the initial state) reads as absent.
 -- Returns the new status. Raises PX001 (bad bounce stage), PX003 (bad
--- lifetime), PX004/PX005. Tables: workqueue (update).
+-- lifetime, a NULL p_now: never read as "the lifetime is over"),
+-- PX004/PX005. Tables: workqueue (update).
 declare
     v_row record;
     v_tries int;
@@ -35,6 +38,9 @@ declare
 begin
     if p_max_lifetime is null or p_max_lifetime <= interval '0' then
         raise exception 'invalid max lifetime %', coalesce(p_max_lifetime::text, '<null>') using errcode = 'PX003';
+    end if;
+    if p_now is null then
+        raise exception 'p_now must not be NULL' using errcode = 'PX003';
     end if;
     if p_bounce_stage is not null then
         perform pepsi.stage_check(p_bounce_stage);
@@ -45,8 +51,8 @@ begin
     if not found then
         perform pepsi.workqueue_refuse(p_id, p_stage);
     end if;
-    v_tries := coalesce((v_row.state->'temporary_failures'->>p_stage)::int, 0) + 1;
-    v_origin := coalesce((v_row.state->>'generated_at')::timestamptz, v_row.arrived_at);
+    v_tries := coalesce(pepsi.state_count(v_row.state->'temporary_failures'->p_stage), 0) + 1;
+    v_origin := coalesce(pepsi.time_or_null(v_row.state->>'generated_at'), v_row.arrived_at);
 
     if p_now - v_origin <= p_max_lifetime then
         update pepsi.workqueue w
@@ -54,8 +60,9 @@ begin
                timeout = p_now + least(interval '1 minute' * power(2, least(v_tries - 1, 10)),
                                        interval '1 hour'),
                state = w.state || jsonb_build_object(
-                   'last_error', coalesce(p_reason, 'host error'),
-                   'temporary_failures', coalesce(w.state->'temporary_failures', '{}')
+                   'last_error', coalesce(pepsi.reason_clip(p_reason), 'host error'),
+                   'temporary_failures', case when jsonb_typeof(w.state->'temporary_failures') = 'object'
+                                              then w.state->'temporary_failures' else '{}' end
                                          || jsonb_build_object(p_stage, v_tries))
          where w.workqueue_id = p_id
         returning w.status into v_status;
@@ -64,14 +71,14 @@ begin
 
     update pepsi.workqueue w
        set status = case when p_bounce_stage is not null
-                          and not coalesce((w.state->>'list_copy')::boolean, false)
+                          and not pepsi.state_flag(w.state->'list_copy')
                          then 'pending' else 'failed' end::pepsi.workqueue_status,
            stage = case when p_bounce_stage is not null
-                         and not coalesce((w.state->>'list_copy')::boolean, false)
+                         and not pepsi.state_flag(w.state->'list_copy')
                         then p_bounce_stage else w.stage end,
            timeout = null,
            state = (w.state - 'strikes') || jsonb_build_object(
-               'last_error', coalesce(p_reason, 'host error'),
+               'last_error', coalesce(pepsi.reason_clip(p_reason), 'host error'),
                'failed_stage', p_stage,
                'failure_class', 'retries-exhausted')
      where w.workqueue_id = p_id

@@ -25,7 +25,7 @@ begin
             using errcode = 'PX004';
     end if;
     raise exception 'message % is % at stage "%", not running at stage "%"',
-        p_id, v_row.status, v_row.stage, coalesce(p_stage, '<null>')
+        p_id, v_row.status, v_row.stage, pepsi.excerpt(p_stage)
         using errcode = 'PX005';
 end
 $$;
@@ -33,13 +33,17 @@ $$;
 create function pepsi.state_patch_check(p_state jsonb)
 returns jsonb
 language plpgsql immutable
-set search_path = pg_catalog, pg_temp
+set search_path = pg_catalog, pepsi, pg_temp
 as $$
 -- Returns p_state when it is NULL or a JSON object (keys to merge into a
--- message's state), else raises PX003.
+-- message's state) of at most input_limit('state') bytes of JSON text,
+-- else raises PX003.
 begin
     if p_state is not null and jsonb_typeof(p_state) <> 'object' then
         raise exception 'state must be a JSON object, not %', jsonb_typeof(p_state) using errcode = 'PX003';
+    end if;
+    if octet_length(p_state::text) > pepsi.input_limit('state') then
+        perform pepsi.size_error(null, 'state', octet_length(p_state::text), 'state patch');
     end if;
     return p_state;
 end
@@ -56,8 +60,8 @@ as $$
 -- UPDATE and without NOTIFY (D-34, D-74): the worker's status line brings
 -- the dispatcher to its next claim anyway. p_state keys are merged into
 -- state. Strikes count per stage, so state.strikes is cleared.
--- Raises PX001 (bad next stage), PX003 (p_state not an object),
--- PX004/PX005 (see workqueue_refuse).
+-- Raises PX001 (bad next stage), PX003 (p_state not an object or over
+-- input_limit('state')), PX004/PX005 (see workqueue_refuse).
 -- Tables: workqueue (update).
 begin
     perform pepsi.stage_check(p_next_stage), pepsi.state_patch_check(p_state);
@@ -98,8 +102,10 @@ set search_path = pg_catalog, pepsi, pg_temp
 as $$
 -- Parks a running message at its stage until p_until (D-92); the
 -- dispatcher's paused sweep makes it pending again then. p_reason, when
--- given, is kept as state.pause_reason; p_state keys are merged.
--- Raises PX003 (no time, p_state not an object), PX004/PX005.
+-- given, is kept as state.pause_reason (cut to input_limit('reason')
+-- bytes); p_state keys are merged.
+-- Raises PX003 (no time, p_state not an object or over input_limit('state')),
+-- PX004/PX005.
 -- Tables: workqueue (update).
 begin
     if p_until is null then
@@ -110,7 +116,7 @@ begin
        set status = 'paused', timeout = p_until,
            state = w.state || coalesce(p_state, '{}')
                    || case when p_reason is null then '{}'::jsonb
-                           else jsonb_build_object('pause_reason', p_reason) end
+                           else jsonb_build_object('pause_reason', pepsi.reason_clip(p_reason)) end
      where w.workqueue_id = p_id and w.status = 'running' and w.stage = p_stage;
     if not found then
         perform pepsi.workqueue_refuse(p_id, p_stage);
@@ -121,14 +127,14 @@ $$;
 create function pepsi.failure_class_check(p_class text)
 returns text
 language plpgsql immutable
-set search_path = pg_catalog, pg_temp
+set search_path = pg_catalog, pepsi, pg_temp
 as $$
 -- Returns p_class when it is a known failure class, else raises PX007:
 -- permanent (D-110), retries-exhausted (D-111), crashed (D-87),
 -- timed-out (D-88).
 begin
     if p_class is null or p_class not in ('permanent', 'retries-exhausted', 'crashed', 'timed-out') then
-        raise exception 'unknown failure class "%"', coalesce(p_class, '<null>')
+        raise exception 'unknown failure class "%"', pepsi.excerpt(p_class)
             using errcode = 'PX007',
                   hint = 'Use permanent, retries-exhausted, crashed or timed-out.';
     end if;
@@ -144,16 +150,18 @@ security definer
 set search_path = pg_catalog, pepsi, pg_temp
 as $$
 -- Leaves a running message failed (terminal, D-75) with state.last_error,
--- state.failed_stage and state.failure_class (D-111). The worker then
--- reports a non-zero status (D-79).
--- Raises PX007 (unknown class), PX003 (p_state not an object), PX004/PX005.
+-- state.failed_stage and state.failure_class (D-111); a reason is cut to
+-- input_limit('reason') bytes. The worker then reports a non-zero status
+-- (D-79).
+-- Raises PX007 (unknown class), PX003 (p_state not an object or over
+-- input_limit('state')), PX004/PX005.
 -- Tables: workqueue (update).
 begin
     perform pepsi.failure_class_check(p_class), pepsi.state_patch_check(p_state);
     update pepsi.workqueue w
        set status = 'failed', timeout = null,
            state = w.state || coalesce(p_state, '{}')
-                   || jsonb_build_object('last_error', coalesce(p_reason, 'failed'),
+                   || jsonb_build_object('last_error', coalesce(pepsi.reason_clip(p_reason), 'failed'),
                                          'failed_stage', w.stage,
                                          'failure_class', p_class)
      where w.workqueue_id = p_id and w.status = 'running' and w.stage = p_stage;
@@ -164,6 +172,8 @@ end
 $$;
 
 revoke all on function pepsi.workqueue_refuse(bigint, text) from public;
+revoke all on function pepsi.state_patch_check(jsonb) from public;
+revoke all on function pepsi.failure_class_check(text) from public;
 revoke all on function pepsi.workqueue_advance(bigint, text, text, jsonb) from public;
 revoke all on function pepsi.workqueue_finish(bigint, text) from public;
 revoke all on function pepsi.workqueue_pause(bigint, text, timestamptz, text, jsonb) from public;

@@ -51,7 +51,8 @@ begin
 end
 $$;
 
+-- For operators (the schema owner): the dispatcher never resumes, so
+-- pepsi_runner has no grant (issue 11; README "Roles").
 revoke all on function pepsi.workqueue_resume(bigint[], text, text, text, pepsi.workqueue_status[]) from public;
-grant execute on function pepsi.workqueue_resume(bigint[], text, text, text, pepsi.workqueue_status[]) to pepsi_runner;
 
 commit;

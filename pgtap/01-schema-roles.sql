@@ -172,8 +172,8 @@ select ok(has_function_privilege('pepsi_runner', 'pepsi.stats_flush(int, jsonb, 
           'D-137: pepsi_runner can execute stats_flush');
 select ok(has_function_privilege('pepsi_runner', 'pepsi.workqueue_body_gc(int, timestamptz)', 'execute'),
           'D-143: pepsi_runner can execute workqueue_body_gc');
-select ok(has_function_privilege('pepsi_runner', 'pepsi.workqueue_resume(bigint[], text, text, text, pepsi.workqueue_status[])', 'execute'),
-          'pepsi_runner can execute workqueue_resume');
+select ok(not has_function_privilege('pepsi_runner', 'pepsi.workqueue_resume(bigint[], text, text, text, pepsi.workqueue_status[])', 'execute'),
+          'issue 11: pepsi_runner cannot execute workqueue_resume (operators resume; the dispatcher never does)');
 select ok(has_function_privilege('pepsi_runner', 'pepsi.schema_check(text[], text[])', 'execute'),
           'D-12: pepsi_runner can execute schema_check');
 select ok(has_table_privilege('pepsi_runner', 'pepsi.queue_overview', 'select')

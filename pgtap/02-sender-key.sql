@@ -149,9 +149,10 @@ select throws_ok($$select pepsi.address_check('user@exa mple.org')$$, 'PX002', n
 select throws_ok($$select pepsi.address_check('a@b@example.org')$$, 'PX002', null, 'PX002: two @ outside quotes');
 select throws_ok($$select pepsi.address_check('')$$, 'PX002', null, 'PX002: empty address');
 select throws_ok($$select pepsi.address_check(null)$$, 'PX002', null, 'PX002: NULL address');
-select throws_ok($$select pepsi.address_check(repeat('a', 64) || '@' || repeat('b', 256))$$, 'PX002', null,
-                 'PX002: address longer than 320 characters');
-select throws_ok($$select pepsi.address_check('nope', 'recipient')$$, 'PX002', 'invalid recipient "nope"',
+select throws_ok($$select pepsi.address_check(repeat('a', 64) || '@' || repeat('b', 256))$$, 'PX003',
+                 'address is 321 bytes; the limit is 254',
+                 'issue 11: PX003: an address longer than RFC 5321''s 254 octets, naming the limit');
+select throws_ok($$select pepsi.address_check('nope', 'recipient')$$, 'PX002', 'recipient "nope" is not an address',
                  'PX002: the message names the argument (p_what)');
 
 -- tube_check (PX006) -----------------------------------------------------------------

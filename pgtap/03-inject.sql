@@ -1,7 +1,7 @@
 -- workqueue_inject and workqueue_inject_batch (D-30, D-32, D-33, D-43).
 
 begin;
-select plan(67);
+select plan(68);
 
 select has_function('pepsi', 'workqueue_inject',
                     array['text', 'bytea', 'text', 'text', 'text[]', 'text', 'inet', 'jsonb', 'text', 'text', 'text', 'timestamp with time zone'],
@@ -62,10 +62,10 @@ select isnt((select body_id from pepsi.workqueue where workqueue_id = :id_hdr),
             (select body_id from pepsi.workqueue where workqueue_id = :id_body),
             'inject: each message gets its own body row');
 
-select pepsi.workqueue_inject('in-null', p_envelope_sender => '', p_recipients => null, p_arrived_at => null) as id_null \gset
+select pepsi.workqueue_inject('in-null', p_envelope_sender => '', p_recipients => null) as id_null \gset
 select row_eq($$select envelope_sender, recipients, arrived_at from pepsi.workqueue where workqueue_id = $$ || :id_null,
               row(''::text, '{}'::text[], now()),
-              'inject: the null sender '''' is accepted; NULL recipients become {}; NULL arrived_at becomes now()');
+              'inject: the null sender '''' is accepted; NULL recipients become {}');
 
 -- workqueue_inject: bad input ------------------------------------------------------
 
@@ -91,6 +91,8 @@ select throws_ok($$select pepsi.workqueue_inject('in', p_state => '"text"')$$, '
                  'PX003: inject refuses a state that is a string');
 select throws_ok($$select pepsi.workqueue_inject('in', p_state => null)$$, 'PX003', null,
                  'PX003: inject refuses a NULL state');
+select throws_ok($$select pepsi.workqueue_inject('in', p_arrived_at => null)$$, 'PX003', null,
+                 'issue 11: PX003: inject refuses a NULL arrived_at (a NULL time is PX003 everywhere)');
 select throws_ok($$select pepsi.workqueue_inject('in', p_body => 'x', p_headers => 'H: v', p_state => '1')$$, 'PX003', null,
                  'PX003: inject with a body refuses a bad state');
 

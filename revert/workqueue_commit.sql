@@ -3,5 +3,6 @@
 begin;
 
 drop function pepsi.workqueue_commit(text, jsonb);
+drop function pepsi.workqueue_commit_casts(jsonb);
 
 commit;

@@ -5,5 +5,15 @@ begin;
 select pg_catalog.has_function_privilege(
     'pepsi.workqueue_inject(text, bytea, text, text, text[], text, inet, jsonb, text, text, text, timestamptz)', 'execute');
 select pg_catalog.has_function_privilege('pepsi.workqueue_inject_batch(jsonb)', 'execute');
+select pg_catalog.has_function_privilege('pepsi.workqueue_item_check(pepsi.workqueue_item, text)', 'execute');
+-- issue 11: the door refuses a field over its limit.
+do $$
+begin
+    perform pepsi.workqueue_inject('verify', p_subject => repeat('s', 999));
+    raise exception 'workqueue_inject accepted a 999-byte subject';
+exception when sqlstate 'PX003' then
+    null;
+end
+$$;
 
 rollback;
