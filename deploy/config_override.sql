@@ -66,7 +66,7 @@ as $$
 -- Returns p_key when it is an upper-case configuration key, else PX003.
 begin
     if p_key is null or p_key !~ '^[A-Z][A-Z0-9_]*$' then
-        raise exception 'invalid configuration key "%"', coalesce(p_key, '<null>')
+        raise exception 'invalid configuration key "%"', left(coalesce(p_key, '<null>'), 64)
             using errcode = 'PX003', hint = 'Keys are upper case: A-Z, 0-9 and _, starting with a letter.';
     end if;
     return p_key;
@@ -92,6 +92,12 @@ begin
     perform pepsi.config_key_check(p_key);
     if p_value is null then
         raise exception 'a NULL value: use pepsi.config_unset to take a key out' using errcode = 'PX003';
+    end if;
+    -- The runner and every worker load the overlay: a value is a line of
+    -- configuration, not a payload.
+    if octet_length(p_value) > 4096 then
+        raise exception 'the value of % is % bytes; the limit is 4096', p_key, octet_length(p_value)
+            using errcode = 'PX003';
     end if;
     delete from pepsi.config_override o where o.section = v_section and o.key = '*';
     insert into pepsi.config_override as o (section, key, value)
@@ -185,6 +191,9 @@ as $$
     select from pepsi.control_signal_send('telemetry_changed')
 $$;
 
+revoke all on function pepsi.config_override_changed() from public;
+revoke all on function pepsi.config_section_check(text) from public;
+revoke all on function pepsi.config_key_check(text) from public;
 revoke all on function pepsi.config_set(text, text, text) from public;
 revoke all on function pepsi.config_unset(text, text) from public;
 revoke all on function pepsi.config_remove_stage(text) from public;

@@ -23,7 +23,8 @@ $$;
 
 create table pepsi.settings (
     address     text not null
-                constraint settings_address_check check (address = lower(address) and address ~ '^[^@\s]+@[^@\s]+$'),
+                constraint settings_address_check
+                check (address = lower(address) and address ~ '^("[^"]*"|[^@\s"]+)@[^@\s]+$'),
     stage       text not null
                 constraint settings_stage_check check (stage ~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$'),
     option      text not null
@@ -150,7 +151,9 @@ as $$
               from (select s.stage, s.address, jsonb_object_agg(s.option, s.value) as opts
                       from pepsi.settings s
                      where s.address = any(
-                               case when coalesce((p_state->>'local_origin')::boolean, false)
+                               -- JSON true only, as the worker reads it (json_is_true):
+                               -- any other value, a string included, is not a flag.
+                               case when coalesce(p_state->'local_origin' = 'true'::jsonb, false)
                                     then array[pepsi.address_key(p_envelope_sender)]
                                     else array(select pepsi.address_key(r) from unnest(p_recipients) r) end)
                      group by s.stage, s.address) s
@@ -159,6 +162,7 @@ $$;
 
 create index settings_address_idx on pepsi.settings (address);
 
+revoke all on function pepsi.address_key(text) from public;
 revoke all on function pepsi.settings_option_operator_only(text) from public;
 revoke all on function pepsi.settings_put(text, text, text, text, text) from public;
 revoke all on function pepsi.settings_set(text, text, text, text) from public;

@@ -36,8 +36,14 @@ declare
     v_change record;
     v_count int := 0;
 begin
-    if p_changes is null or jsonb_typeof(p_changes) <> 'array' then
-        raise exception 'changes must be a JSON array' using errcode = 'PX003';
+    if p_changes is null or jsonb_typeof(p_changes) <> 'array'
+       or exists (select 1 from jsonb_array_elements(p_changes) c
+                   where jsonb_typeof(c) <> 'object'
+                      or jsonb_typeof(c->'stage') is distinct from 'string'
+                      or jsonb_typeof(c->'option') is distinct from 'string'
+                      or coalesce(jsonb_typeof(c->'value'), 'null') not in ('string', 'null')) then
+        raise exception 'changes must be a JSON array of {"stage": text, "option": text, "value": text or null}'
+            using errcode = 'PX003';
     end if;
     select w.origin_user into v_user from pepsi.workqueue w
      where w.workqueue_id = p_id and w.status = 'running' and w.stage = p_stage

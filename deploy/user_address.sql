@@ -15,7 +15,7 @@ create table pepsi.user_address (
                 constraint user_address_login_check check (login <> '' and length(login) <= 320),
     address     text not null
                 constraint user_address_address_check
-                check (address = lower(address) and address ~ '^[^@\s]+@[^@\s]+$' and length(address) <= 320),
+                check (address = lower(address) and address ~ '^("[^"]*"|[^@\s"]+)@[^@\s]+$' and length(address) <= 320),
     added_at    timestamptz not null default now(),
     added_by    text not null default session_user,
     constraint user_address_pkey primary key (login, address)

@@ -5,7 +5,7 @@
 -- updated_by says who; control notifications carry a version only the
 -- owner moves.
 begin;
-select plan(47);
+select plan(51);
 
 -- Ownership.
 select ok(pepsi.user_address_owns('Alice@X.org', 'alice@x.org'), 'a login that is an address owns it (any case)');
@@ -95,6 +95,17 @@ select is(array_agg(o order by o) filter (where pepsi.settings_option_operator_o
                     'MAX_RUNTIME', 'NEXT', 'PARALLELISM', 'PASS_CONNINFO', 'PROGRAM', 'SIGNING_SECRET', 'SMTP_HOST', 'THEN',
                     'TOKEN', 'URL', 'USER_OPTIONS', 'WEBHOOK_URL', 'HEADERS', 'MAX_LIFETIME', 'TIMEOUT', 'LANGUAGE',
                     'SIGNATURE_TEXT']) o;
+
+-- Bad input gets its PX code (issue 11).
+select pg_temp.control('alice', 'alice@x.org') as shape \gset
+select throws_ok(format($$select pepsi.settings_apply(%s, 'settings', 'deliver', 'alice@x.org', '[["HEADERS", "yes"]]')$$, :shape),
+                 'PX003', null, 'PX003: a change that is not an object');
+select throws_ok($$select pepsi.config_set('x', 'COMMAND', repeat('y', 4097))$$, 'PX003', null,
+                 'PX003: an overlay value over 4096 bytes');
+select lives_ok($$select pepsi.settings_set('"john doe"@example.org', 'deliver', 'HEADERS', 'yes')$$,
+                'an address address_check accepts (a quoted local part) is stored, not refused by a raw 23514');
+select is(pepsi.settings_for('{"local_origin": "yes"}', 'alice@x.org', '{}'), null,
+          'settings_for reads local_origin as the worker does: only JSON true is the flag');
 
 -- Operators: any option, recorded under the session's login.
 select lives_ok($$select pepsi.settings_set('carol@z.org', 'deliver', 'COMMAND', 'wc -c')$$,

@@ -18,7 +18,7 @@
 -- Relations get SELECT or nothing: no duty role may write any of them.
 
 begin;
-select plan(36);
+select plan(35);
 
 -- The documented sets ------------------------------------------------------
 
@@ -37,6 +37,8 @@ insert into fn_doc values
     ('stats_flush',                   '{pepsi_runner}'),
     ('reconcile',                     '{pepsi_runner}'),
     ('anomaly_run',                   '{pepsi_runner}'),
+    ('anomaly_refresh',               '{pepsi_runner}'),
+    ('control_signal_versions',       '{pepsi_runner,pepsi_reader}'),
     -- stage programs
     ('workqueue_advance',             '{pepsi_worker}'),
     ('workqueue_finish',              '{pepsi_worker}'),
@@ -63,6 +65,7 @@ insert into fn_doc values
     ('config_overlay',                '{pepsi_runner,pepsi_worker,pepsi_reader}'),
     ('settings_list',                 '{pepsi_worker,pepsi_reader}'),
     ('generate_external_id_sequence', '{pepsi_reader}'),
+    ('user_address_list',             '{pepsi_reader}'),
     ('webhook_gaps_find',             '{pepsi_reader}'),
     -- owner only: operators' functions (run as the schema owner) ...
     ('workqueue_resume', '{}'), ('config_set', '{}'), ('config_unset', '{}'), ('config_remove_stage', '{}'),
@@ -87,15 +90,14 @@ insert into fn_doc values
     ('webhook_event_delivered', '{}'), ('webhook_event_digest', '{}'), ('reconcile_flag', '{}'),
     ('reconcile_lost', '{}'), ('reconcile_stuck', '{}'), ('reconcile_links', '{}'), ('reconcile_digests', '{}'),
     ('reconcile_gaps', '{}'), ('reconcile_retention', '{}'), ('anomaly_sample_take', '{}'),
-    ('anomaly_delta', '{}'), ('anomaly_refresh', '{}');
+    ('anomaly_delta', '{}'), ('control_signal_send', '{}'), ('config_override_changed', '{}'),
+    ('user_address_add', '{}'), ('user_address_remove', '{}'), ('user_address_owns', '{}'),
+    ('settings_put', '{}'), ('settings_option_operator_only', '{}'), ('reconcile_stamp', '{}'),
+    ('reconcile_unchanged', '{}');
 
--- Helpers defined in deploy/config_override.sql and deploy/settings.sql
--- that still lack their "revoke ... from public" (issue 11 leaves those two
--- files to the change under way there). They are owner-only above; until
--- the revoke lands, PUBLIC's EXECUTE on them is reported by the TODO test
--- below and left out of the per-role comparisons.
+-- Functions known to lack their revoke, left out of the per-role
+-- comparisons while a fix is under way: none today.
 create temp table fn_public_todo (name text primary key) on commit drop;
-insert into fn_public_todo values ('config_section_check'), ('config_key_check'), ('address_key');
 
 create temp table rel_doc (name text primary key, who text[] not null) on commit drop;
 insert into rel_doc values
@@ -114,6 +116,8 @@ insert into rel_doc values
     ('dispatch_stats',         '{pepsi_reader}'),
     ('config_override',        '{pepsi_reader}'),
     ('settings',               '{pepsi_reader}'),
+    ('user_address',           '{pepsi_reader}'),
+    ('control_signal',         '{pepsi_reader}'),
     ('webhook_providers',      '{pepsi_reader}'),
     ('webhook_event_overview', '{pepsi_reader}'),
     ('webhook_tombstones',     '{pepsi_reader}'),
@@ -240,10 +244,6 @@ select is((select array_agg(c.signature order by c.signature) from fn_cat c
             where has_function_privilege('public', c.oid, 'EXECUTE')
               and not exists (select 1 from fn_public_todo t where t.name = c.name)),
           null, 'issue 11: PUBLIC can execute no function in schema pepsi (every one has its revoke)');
-select todo('deploy/config_override.sql and deploy/settings.sql: revoke all on config_section_check, config_key_check and address_key from public', 1);
-select is((select array_agg(c.signature order by c.signature) from fn_cat c join fn_public_todo t on t.name = c.name
-            where has_function_privilege('public', c.oid, 'EXECUTE')),
-          null, 'issue 11: PUBLIC cannot execute the config_override and settings helpers');
 select is((select array_agg(c.name || ' ' || p.priv order by 1)
              from rel_cat c cross join unnest(array['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'TRUNCATE',
                                                      'REFERENCES', 'TRIGGER']) as p(priv)
