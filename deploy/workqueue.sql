@@ -342,6 +342,7 @@ create table pepsi.workqueue (
                     constraint workqueue_body_id_fkey references pepsi.workqueue_body (body_id),
     arrived_at      timestamptz not null default now(),
     claimed_at      timestamptz,
+    claim_id        bigint,
     timeout         timestamptz,
     constraint workqueue_paused_timeout_check
         check (status <> 'paused' or timeout is not null)
@@ -355,6 +356,8 @@ comment on column pepsi.workqueue.sender_key is
     'Generated: who fair scheduling charges (user:, ip:, null:, from:); see pepsi.sender_key_of.';
 comment on column pepsi.workqueue.claimed_at is
     'When the dispatcher last set the row running; pepsi.stuck reads it.';
+comment on column pepsi.workqueue.claim_id is
+    'The dispatcher''s id of the claim that last set the row running (pepsi.claim_incarnation): a claim whose answer was lost is given back by it (pepsi.workqueue_unclaim).';
 comment on column pepsi.workqueue.timeout is
     'When a paused row is due to be retried.';
 

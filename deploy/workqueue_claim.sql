@@ -3,8 +3,22 @@
 
 begin;
 
+create sequence pepsi.claim_incarnation_seq;
+
+create function pepsi.claim_incarnation()
+returns bigint
+language sql
+security definer
+set search_path = pg_catalog, pepsi, pg_temp
+as $$
+-- A number no dispatcher has had before: its claims are numbered
+-- incarnation * 2^40 + n, so a claim id is known before the claim is sent
+-- and stays unique across restarts (issue 12). Tables: none (a sequence).
+    select nextval('pepsi.claim_incarnation_seq')
+$$;
+
 create function pepsi.workqueue_claim(p_stages text[], p_caps int[], p_now timestamptz default now(),
-                                      p_release_paused boolean default false)
+                                      p_release_paused boolean default false, p_claim_id bigint default null)
 returns table (workqueue_id bigint, stage text, sender_key text)
 language plpgsql
 security definer
@@ -21,9 +35,10 @@ as $$
 -- that the dispatcher's POLL_INTERVAL heartbeat is one round trip that is
 -- also the paused sweep; the probe is an index range scan on
 -- workqueue_paused_idx that finds nothing when nothing is due.
--- p_now is stored as claimed_at; the dispatcher passes its own clock so
--- that pepsi.workqueue_unclaim(p_now) can give back a claim whose answer
--- it lost.
+-- p_claim_id is stored with each row: pepsi.workqueue_unclaim gives back
+-- the rows of a claim whose answer was lost. p_now is claimed_at and the
+-- paused rows' clock: the dispatcher leaves it to the database, so that
+-- one clock decides (issue 12); tests move it.
 -- NULL arrays claim nothing. Raises PX003 when the arrays differ in
 -- length, a cap is NULL or < 0, a stage is NULL or listed twice, or p_now
 -- is NULL.
@@ -56,7 +71,7 @@ begin
 
     return query
     update pepsi.workqueue w
-       set status = 'running'::pepsi.workqueue_status, claimed_at = p_now
+       set status = 'running'::pepsi.workqueue_status, claimed_at = p_now, claim_id = p_claim_id
       from (select q.workqueue_id as id
               from unnest(p_stages, p_caps) as s(stage, cap)
                    cross join lateral (
@@ -69,7 +84,10 @@ begin
 end
 $$;
 
-revoke all on function pepsi.workqueue_claim(text[], int[], timestamptz, boolean) from public;
-grant execute on function pepsi.workqueue_claim(text[], int[], timestamptz, boolean) to pepsi_runner;
+revoke all on function pepsi.claim_incarnation() from public;
+revoke all on function pepsi.workqueue_claim(text[], int[], timestamptz, boolean, bigint) from public;
+revoke all on sequence pepsi.claim_incarnation_seq from public;
+grant execute on function pepsi.claim_incarnation() to pepsi_runner;
+grant execute on function pepsi.workqueue_claim(text[], int[], timestamptz, boolean, bigint) to pepsi_runner;
 
 commit;

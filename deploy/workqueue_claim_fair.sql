@@ -15,7 +15,8 @@ create function pepsi.workqueue_claim_fair(
     p_fifo_credit    int[] default null,
     p_now            timestamptz default now(),
     p_release_paused boolean default false,
-    p_window_size    int default 64)
+    p_window_size    int default 64,
+    p_claim_id       bigint default null)
 returns table (workqueue_id bigint, stage text, sender_key text, fifo boolean,
                window_next text, window_lap boolean, fifo_credit int, lead_floor float8)
 language plpgsql
@@ -44,7 +45,8 @@ as $$
 --   p_fifo_credit      each stage's FIFO credit in hundredths of a slot,
 --                      0..99: the fifo_credit returned last time; NULL (the
 --                      array or an entry) counts as 99: the share rounds up.
---   p_now, p_release_paused   as in workqueue_claim (claimed_at; D-93).
+--   p_now, p_release_paused, p_claim_id   as in workqueue_claim (claimed_at,
+--                      the paused rows' clock; D-93; the claim's id).
 --   p_window_size      at most this many senders per stage per claim, 1..64
 --                      (D-60: 64). Senders cost index probes, the main cost
 --                      of a claim when many wait: a dispatcher claiming a
@@ -363,7 +365,7 @@ begin
     ),
     claimed as (
         update pepsi.workqueue w
-           set status = 'running'::pepsi.workqueue_status, claimed_at = p_now
+           set status = 'running'::pepsi.workqueue_status, claimed_at = p_now, claim_id = p_claim_id
          where w.workqueue_id = any (array(select pick.id from pick))
            and w.status = 'pending'
         returning w.workqueue_id, w.stage, w.sender_key
@@ -378,8 +380,8 @@ end
 $$;
 
 revoke all on function pepsi.workqueue_claim_fair(text[], int[], float8[], text[], text[], float8[], int, text[],
-                                                  int[], timestamptz, boolean, int) from public;
+                                                  int[], timestamptz, boolean, int, bigint) from public;
 grant execute on function pepsi.workqueue_claim_fair(text[], int[], float8[], text[], text[], float8[], int, text[],
-                                                     int[], timestamptz, boolean, int) to pepsi_runner;
+                                                     int[], timestamptz, boolean, int, bigint) to pepsi_runner;
 
 commit;

@@ -33,26 +33,26 @@ begin
 end
 $$;
 
-create function pepsi.workqueue_unclaim(p_claimed_at timestamptz)
+create function pepsi.workqueue_unclaim(p_claim_ids bigint[])
 returns int
 language plpgsql
 security definer
 set search_path = pg_catalog, pepsi, pg_temp
 as $$
--- Gives back the rows of a claim whose answer the dispatcher never read
--- (its connection dropped while the claim ran): the dispatcher passes its
--- own p_now to every claim, so claimed_at identifies that claim's rows.
--- Rows that have moved on since are not running with that claimed_at.
--- Returns how many moved. Raises PX003 (p_claimed_at NULL).
--- Tables: workqueue (update).
+-- Gives back the rows of claims whose answers the dispatcher never read
+-- (its connection dropped while they ran): every claim carries an id the
+-- dispatcher chose before sending it (pepsi.claim_incarnation), so any
+-- number of lost claims are given back in one call (issue 12). Rows that
+-- have moved on since are not running with that claim id. Returns how
+-- many moved. Raises PX003 (p_claim_ids NULL). Tables: workqueue (update).
 declare
     v_count int;
 begin
-    if p_claimed_at is null then
-        raise exception 'p_claimed_at must not be NULL' using errcode = 'PX003';
+    if p_claim_ids is null then
+        raise exception 'p_claim_ids must not be NULL' using errcode = 'PX003';
     end if;
     update pepsi.workqueue w set status = 'pending'
-     where w.status = 'running' and w.claimed_at = p_claimed_at;
+     where w.status = 'running' and w.claim_id = any(p_claim_ids);
     get diagnostics v_count = row_count;
     return v_count;
 end
@@ -187,13 +187,13 @@ end
 $$;
 
 revoke all on function pepsi.workqueue_requeue(bigint[], text[]) from public;
-revoke all on function pepsi.workqueue_unclaim(timestamptz) from public;
+revoke all on function pepsi.workqueue_unclaim(bigint[]) from public;
 revoke all on function pepsi.workqueue_reset_running() from public;
 revoke all on function pepsi.workqueue_release_paused(timestamptz) from public;
 revoke all on function pepsi.workqueue_defer(bigint[], text[], timestamptz, text) from public;
 revoke all on function pepsi.workqueue_strike(bigint, text, text, text, timestamptz) from public;
 grant execute on function pepsi.workqueue_requeue(bigint[], text[]) to pepsi_runner;
-grant execute on function pepsi.workqueue_unclaim(timestamptz) to pepsi_runner;
+grant execute on function pepsi.workqueue_unclaim(bigint[]) to pepsi_runner;
 grant execute on function pepsi.workqueue_reset_running() to pepsi_runner;
 grant execute on function pepsi.workqueue_release_paused(timestamptz) to pepsi_runner;
 grant execute on function pepsi.workqueue_defer(bigint[], text[], timestamptz, text) to pepsi_runner;

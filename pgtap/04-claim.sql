@@ -2,11 +2,11 @@
 -- workqueue_unclaim. The clock is moved through p_now, never slept.
 
 begin;
-select plan(49);
+select plan(52);
 
-select has_function('pepsi', 'workqueue_claim', array['text[]', 'integer[]', 'timestamp with time zone', 'boolean'],
-                    'workqueue_claim(stages, caps, now, release_paused) exists');
-select has_function('pepsi', 'workqueue_unclaim', array['timestamp with time zone'], 'workqueue_unclaim(claimed_at) exists');
+select has_function('pepsi', 'workqueue_claim', array['text[]', 'integer[]', 'timestamp with time zone', 'boolean', 'bigint'],
+                    'workqueue_claim(stages, caps, now, release_paused, claim_id) exists');
+select has_function('pepsi', 'workqueue_unclaim', array['bigint[]'], 'workqueue_unclaim(claim_ids) exists');
 
 -- Every claim's answer is kept here, tagged by call, so that assertions
 -- read what the call returned rather than running it again.
@@ -152,13 +152,15 @@ insert into claimed select 8, * from pepsi.workqueue_claim('{n}', '{1}');
 select is((select claimed_at from pepsi.workqueue where workqueue_id = :n_id), now(),
           'claimed_at is now() when p_now is not given');
 
--- workqueue_unclaim ---------------------------------------------------------------------------------
+-- workqueue_unclaim: claims identified by the id the dispatcher gave them (issue 12)
 
 select count(*) >= 0 as x from (select pepsi.workqueue_inject('u') from generate_series(1, 6)) i \gset
-insert into claimed select 9, * from pepsi.workqueue_claim('{u}', '{2}', '2026-03-01 14:00:00+00');
-insert into claimed select 10, * from pepsi.workqueue_claim('{u}', '{3}', '2026-03-01 14:00:05+00');
+insert into claimed select 9, * from pepsi.workqueue_claim('{u}', '{2}', p_claim_id => 9001);
+insert into claimed select 10, * from pepsi.workqueue_claim('{u}', '{3}', p_claim_id => 9002);
+select is((select array_agg(distinct claim_id) from pepsi.workqueue where stage = 'u' and status = 'running'),
+          '{9001,9002}'::bigint[], 'each claimed row carries its claim''s id');
 
-select is(pepsi.workqueue_unclaim('2026-03-01 14:00:00+00'), 2, 'unclaim returns how many rows it gave back');
+select is(pepsi.workqueue_unclaim('{9001}'), 2, 'unclaim returns how many rows it gave back');
 select set_eq($$select workqueue_id from pepsi.workqueue where stage = 'u' and status = 'pending'$$,
               $$select workqueue_id from claimed where call = 9
                 union all
@@ -170,19 +172,22 @@ select ok((select bool_and(status = 'running') from pepsi.workqueue
 
 select min(workqueue_id) as u_moved from claimed where call = 10 \gset
 select pepsi.workqueue_advance(:u_moved, 'u', 'u-next') is not null as x \gset
-select is(pepsi.workqueue_unclaim('2026-03-01 14:00:05+00'), 2,
+select is(pepsi.workqueue_unclaim('{9002}'), 2,
           'unclaim skips a row of the claim that has moved on (advanced)');
 select is((select stage || '/' || status from pepsi.workqueue where workqueue_id = :u_moved), 'u-next/pending',
           'the advanced row stays where its worker left it');
-select is(pepsi.workqueue_unclaim('2026-03-01 14:00:05+00'), 0, 'unclaim of the same claim again gives back nothing');
-select is(pepsi.workqueue_unclaim('1999-01-01 00:00:00+00'), 0, 'unclaim of a time no claim used gives back nothing');
+select is(pepsi.workqueue_unclaim('{9002}'), 0, 'unclaim of the same claim again gives back nothing');
+select is(pepsi.workqueue_unclaim('{1}'), 0, 'unclaim of an id no claim used gives back nothing');
 
-insert into claimed select 11, * from pepsi.workqueue_claim('{u}', '{1}', '2026-03-01 14:00:10+00');
+insert into claimed select 11, * from pepsi.workqueue_claim('{u}', '{1}', p_claim_id => 9003);
+insert into claimed select 12, * from pepsi.workqueue_claim('{u}', '{1}', p_claim_id => 9004);
 select workqueue_id as u_again from claimed where call = 11 \gset
-select is(pepsi.workqueue_unclaim('2026-03-01 14:00:00+00'), 0,
-          'unclaim of an old claim does not touch a row claimed again since (new claimed_at)');
+select is(pepsi.workqueue_unclaim('{9001}'), 0,
+          'unclaim of an old claim does not touch a row claimed again since (new claim id)');
 select is((select status::text from pepsi.workqueue where workqueue_id = :u_again), 'running',
           'the row claimed again stays running');
+select is(pepsi.workqueue_unclaim('{9003,9004}'), 2, 'issue 12: several lost claims go back in one call');
+select ok(pepsi.claim_incarnation() < pepsi.claim_incarnation(), 'claim_incarnation never repeats');
 
 -- argument checks added after review
 select throws_ok($$select * from pepsi.workqueue_claim('{a,a}', '{1,1}')$$, 'PX003', null,

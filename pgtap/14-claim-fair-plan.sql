@@ -91,7 +91,7 @@ $$;
 
 create temp table fair_sql as
 select regexp_replace(regexp_replace(regexp_replace(regexp_replace(regexp_replace(regexp_replace(regexp_replace(
-       regexp_replace(regexp_replace(regexp_replace(regexp_replace(
+       regexp_replace(regexp_replace(regexp_replace(regexp_replace(regexp_replace(
            substring(p.prosrc from '(?s)return query\s+(with recursive.*?);\s*end\s*$'),
            '\mp_stages\M', format('array[%L, %L]', :'deep', 'empty'), 'g'),
            '\mp_caps\M', $$'{16,16}'::int[]$$, 'g'),
@@ -103,9 +103,10 @@ select regexp_replace(regexp_replace(regexp_replace(regexp_replace(regexp_replac
            '\mp_window_after\M', 'null::text[]', 'g'),
            '\mp_fifo_credit\M', 'null::int[]', 'g'),
            '\mp_now\M', 'now()', 'g'),
-           '\mp_window_size\M', '64', 'g') as stmt
+           '\mp_window_size\M', '64', 'g'),
+           '\mp_claim_id\M', '1', 'g') as stmt
   from pg_proc p
- where p.oid = 'pepsi.workqueue_claim_fair(text[], int[], float8[], text[], text[], float8[], int, text[], int[], timestamptz, boolean, int)'::regprocedure;
+ where p.oid = 'pepsi.workqueue_claim_fair(text[], int[], float8[], text[], text[], float8[], int, text[], int[], timestamptz, boolean, int, bigint)'::regprocedure;
 create temp table fair_plan as select pg_temp.explain_rolled_back(stmt) as explain from fair_sql;
 
 select ok((select stmt is not null and stmt !~ '\mp_[a-z]' from fair_sql),

@@ -26,6 +26,7 @@ create temp table fn_doc (name text primary key, who text[] not null) on commit 
 insert into fn_doc values
     -- the dispatcher (pepsi-runner serve, status)
     ('workqueue_claim',               '{pepsi_runner}'),
+    ('claim_incarnation',             '{pepsi_runner}'),
     ('workqueue_claim_fair',          '{pepsi_runner}'),
     ('workqueue_requeue',             '{pepsi_runner}'),
     ('workqueue_unclaim',             '{pepsi_runner}'),

@@ -2,6 +2,8 @@
 
 begin;
 
-drop function pepsi.workqueue_claim(text[], int[], timestamptz, boolean);
+drop function pepsi.workqueue_claim(text[], int[], timestamptz, boolean, bigint);
+drop function pepsi.claim_incarnation();
+drop sequence pepsi.claim_incarnation_seq;
 
 commit;

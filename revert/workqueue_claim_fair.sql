@@ -3,6 +3,6 @@
 begin;
 
 drop function pepsi.workqueue_claim_fair(text[], int[], float8[], text[], text[], float8[], int, text[],
-                                         int[], timestamptz, boolean, int);
+                                         int[], timestamptz, boolean, int, bigint);
 
 commit;

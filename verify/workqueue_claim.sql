@@ -2,7 +2,11 @@
 
 begin;
 
-select pg_catalog.has_function_privilege('pepsi.workqueue_claim(text[], int[], timestamptz, boolean)', 'execute');
-select pg_catalog.has_function_privilege('pepsi_runner', 'pepsi.workqueue_claim(text[], int[], timestamptz, boolean)', 'execute');
+select pg_catalog.has_function_privilege('pepsi.workqueue_claim(text[], int[], timestamptz, boolean, bigint)', 'execute');
+select pg_catalog.has_function_privilege('pepsi_runner', 'pepsi.workqueue_claim(text[], int[], timestamptz, boolean, bigint)', 'execute');
+
+select 'pepsi.claim_incarnation()'::regprocedure;
+select 1 / (pepsi.claim_incarnation() > 0)::int;
+select claim_id from pepsi.workqueue where false;
 
 rollback;

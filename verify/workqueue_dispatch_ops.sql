@@ -3,7 +3,7 @@
 begin;
 
 select pg_catalog.has_function_privilege('pepsi_runner', 'pepsi.workqueue_requeue(bigint[], text[])', 'execute');
-select pg_catalog.has_function_privilege('pepsi_runner', 'pepsi.workqueue_unclaim(timestamptz)', 'execute');
+select pg_catalog.has_function_privilege('pepsi_runner', 'pepsi.workqueue_unclaim(bigint[])', 'execute');
 select pg_catalog.has_function_privilege('pepsi_runner', 'pepsi.workqueue_reset_running()', 'execute');
 select pg_catalog.has_function_privilege('pepsi_runner', 'pepsi.workqueue_release_paused(timestamptz)', 'execute');
 select pg_catalog.has_function_privilege('pepsi_runner', 'pepsi.workqueue_defer(bigint[], text[], timestamptz, text)', 'execute');

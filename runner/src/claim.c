@@ -167,7 +167,7 @@ static char *finish(struct buf *b)
     return b->s;
 }
 
-static int build_plain(struct stage *const *stages, const int *caps, size_t n, const char *token,
+static int build_plain(struct stage *const *stages, const int *caps, size_t n, const char *claim_id,
                        bool release, struct claim_query *q)
 {
     struct buf st = {0}, cp = {0};
@@ -181,13 +181,14 @@ static int build_plain(struct stage *const *stages, const int *caps, size_t n, c
         put_num(&cp, caps[i], true, included == 0);
         included++;
     }
+    /* No p_now: the database's clock decides (issue 12). */
     q->sql = "select workqueue_id, stage, sender_key from pepsi.workqueue_claim($1::text[], $2::int[],"
-             " $3::timestamptz, $4::boolean)";
+             " p_release_paused => $3::boolean, p_claim_id => $4::bigint)";
     q->n = 4;
     q->params[0] = finish(&st);
     q->params[1] = finish(&cp);
-    q->params[2] = xstrdup(token);
-    q->params[3] = xstrdup(release ? "t" : "f");
+    q->params[2] = xstrdup(release ? "t" : "f");
+    q->params[3] = xstrdup(claim_id);
     return included;
 }
 
@@ -205,7 +206,7 @@ static int window_size(const int *caps, size_t n)
 }
 
 static int build_fair(struct claimer *c, struct stage *const *stages, const int *caps, size_t n,
-                      const char *token, bool release, uint64_t now, struct claim_query *q)
+                      const char *claim_id, bool release, uint64_t now, struct claim_query *q)
 {
     struct buf st = {0}, cp = {0}, avg = {0}, ls = {0}, lsn = {0}, lu = {0}, wa = {0}, fc = {0};
     const char *senders[MAX_EXPORT];
@@ -238,7 +239,8 @@ static int build_fair(struct claimer *c, struct stage *const *stages, const int 
     char num[16];
     q->sql = "select workqueue_id, stage, sender_key, window_next, window_lap, fifo_credit, lead_floor"
              " from pepsi.workqueue_claim_fair($1::text[], $2::int[], $3::float8[], $4::text[], $5::text[],"
-             " $6::float8[], $7::int, $8::text[], $9::int[], $10::timestamptz, $11::boolean, $12::int)";
+             " $6::float8[], $7::int, $8::text[], $9::int[], p_release_paused => $10::boolean,"
+             " p_window_size => $11::int, p_claim_id => $12::bigint)";
     q->n = 12;
     q->params[0] = finish(&st);
     q->params[1] = finish(&cp);
@@ -250,20 +252,22 @@ static int build_fair(struct claimer *c, struct stage *const *stages, const int 
     q->params[6] = xstrdup(num);
     q->params[7] = finish(&wa);
     q->params[8] = finish(&fc);
-    q->params[9] = xstrdup(token);
-    q->params[10] = xstrdup(release ? "t" : "f");
+    q->params[9] = xstrdup(release ? "t" : "f");
     snprintf(num, sizeof num, "%d", window_size(caps, n));
-    q->params[11] = xstrdup(num);
+    q->params[10] = xstrdup(num);
+    q->params[11] = xstrdup(claim_id);
     return included;
 }
 
 int claimer_build(struct claimer *c, struct stage *const *stages, const int *caps, size_t n,
-                  const char *token, bool release_paused, uint64_t now_ms, struct claim_query *q)
+                  int64_t claim_id, bool release_paused, uint64_t now_ms, struct claim_query *q)
 {
+    char id[32];
+    snprintf(id, sizeof id, "%lld", (long long)claim_id);
     memset(q, 0, sizeof *q);
     if (!c->fair_on)
-        return build_plain(stages, caps, n, token, release_paused, q);
-    return build_fair(c, stages, caps, n, token, release_paused, now_ms, q);
+        return build_plain(stages, caps, n, id, release_paused, q);
+    return build_fair(c, stages, caps, n, id, release_paused, now_ms, q);
 }
 
 void claim_query_free(struct claim_query *q)

@@ -33,9 +33,10 @@ void claimer_free(struct claimer *c);
 
 /* Builds the claim for the stages with free capacity (caps[i] for
  * stages[i], 0: skipped). Returns how many stages it covers; the query is
- * then in *q (free with claim_query_free). token is p_now (claimed_at). */
+ * then in *q (free with claim_query_free). claim_id identifies the claim's
+ * rows (pepsi.workqueue_unclaim); the database's clock is claimed_at. */
 int claimer_build(struct claimer *c, struct stage *const *stages, const int *caps, size_t n,
-                  const char *token, bool release_paused, uint64_t now_ms, struct claim_query *q);
+                  int64_t claim_id, bool release_paused, uint64_t now_ms, struct claim_query *q);
 void claim_query_free(struct claim_query *q);
 
 /* The claim returned res: charges each row's sender at once (D-49). */

@@ -68,8 +68,10 @@ struct runner {
     bool claim_wanted;
     bool claim_inflight;
     bool heartbeat_due;            /* the next claim also releases due paused rows */
-    char claim_token[40];          /* p_now of the claim in flight */
-    char (*lost_claims)[40];       /* claims whose answer was lost: given back after reconnecting */
+    int64_t incarnation;           /* pepsi.claim_incarnation(): claim ids are incarnation << 40 | n */
+    int64_t claims_sent;           /* n of the last claim */
+    int64_t claim_inflight_id;     /* the id of the claim in flight */
+    int64_t *lost_claims;          /* claims whose answer was lost: given back after reconnecting */
     size_t n_lost_claims;
     uint64_t paused_due_ms;        /* when paused_timer fires, 0 when idle */
     bool answers_since_sweep;      /* a worker may have paused a message since */
@@ -406,7 +408,9 @@ static void claim_done(struct db *db, PGresult *res, void *arg)
         /* The claim may have committed without our reading it: remember
          * its token, give its rows back after reconnecting. */
         r->lost_claims = xrealloc(r->lost_claims, (r->n_lost_claims + 1) * sizeof *r->lost_claims);
-        snprintf(r->lost_claims[r->n_lost_claims++], sizeof r->lost_claims[0], "%s", r->claim_token);
+        r->lost_claims[r->n_lost_claims++] = r->claim_inflight_id;
+        log_warning(COMPONENT, "the answer to claim %lld was lost with the connection; it goes back after "
+                    "reconnecting", (long long)r->claim_inflight_id);
         return;
     }
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
@@ -454,8 +458,8 @@ static void claim_round(struct runner *r)
     if (included > 0 || r->heartbeat_due) {
         bool release = r->heartbeat_due;
         r->heartbeat_due = false;
-        wall_timestamp(r->claim_token, sizeof r->claim_token);
-        claimer_build(r->claimer, stages, caps, n, r->claim_token, release, now, &q);
+        r->claim_inflight_id = (r->incarnation << 40) | ++r->claims_sent;
+        claimer_build(r->claimer, stages, caps, n, r->claim_inflight_id, release, now, &q);
         r->claim_inflight = true;
         r->dstats.claims++;
         db_query(&r->db, q.sql, q.n, (const char *const *)q.params, 0, claim_done, r);
@@ -851,20 +855,8 @@ static void db_lost_cb(void *arg)
 
 struct unclaim_ctx {
     struct runner *r;
-    char token[40];
+    size_t n;                      /* the first n lost claims were sent */
 };
-
-/* Forgets a lost claim once it has been given back. */
-static void lost_claim_forget(struct runner *r, const char *token)
-{
-    for (size_t i = 0; i < r->n_lost_claims; i++) {
-        if (strcmp(r->lost_claims[i], token) != 0)
-            continue;
-        memmove(&r->lost_claims[i], &r->lost_claims[i + 1], (r->n_lost_claims - i - 1) * sizeof r->lost_claims[0]);
-        r->n_lost_claims--;
-        return;
-    }
-}
 
 static void unclaim_done(struct db *db, PGresult *res, void *arg)
 {
@@ -875,25 +867,30 @@ static void unclaim_done(struct db *db, PGresult *res, void *arg)
         return;
     }
     if (PQresultStatus(res) == PGRES_TUPLES_OK) {
-        log_notice(COMPONENT, "gave back %s message(s) of a claim whose answer was lost", PQgetvalue(res, 0, 0));
-        lost_claim_forget(r, uc->token);
+        log_notice(COMPONENT, "gave back %s message(s) of %zu claim(s) whose answer was lost", PQgetvalue(res, 0, 0),
+                   uc->n);
+        memmove(r->lost_claims, r->lost_claims + uc->n, (r->n_lost_claims - uc->n) * sizeof *r->lost_claims);
+        r->n_lost_claims -= uc->n;
     } else {
-        log_error(COMPONENT, "cannot give back a lost claim: %s", pgerr_message(db->conn, res));
+        log_error(COMPONENT, "cannot give back lost claims: %s", pgerr_message(db->conn, res));
     }
     PQclear(res);
     free(uc);
 }
 
-/* Gives back every claim whose answer was lost, before any new claim. */
+/* Gives back every claim whose answer was lost, in one call, before any
+ * new claim (issue 12: any number of them). */
 static void unclaim_lost(struct runner *r)
 {
-    for (size_t i = 0; i < r->n_lost_claims; i++) {
-        struct unclaim_ctx *uc = xcalloc(1, sizeof *uc);
-        uc->r = r;
-        snprintf(uc->token, sizeof uc->token, "%s", r->lost_claims[i]);
-        const char *params[] = {uc->token};
-        db_query(&r->db, "select pepsi.workqueue_unclaim($1::timestamptz)", 1, params, DB_UNGATED, unclaim_done, uc);
-    }
+    if (r->n_lost_claims == 0)
+        return;
+    struct unclaim_ctx *uc = xcalloc(1, sizeof *uc);
+    uc->r = r;
+    uc->n = r->n_lost_claims;
+    char *ids = pg_int64_array(r->lost_claims, uc->n);
+    const char *params[] = {ids};
+    db_query(&r->db, "select pepsi.workqueue_unclaim($1::bigint[])", 1, params, DB_UNGATED, unclaim_done, uc);
+    free(ids);
 }
 
 /* The set-up failed on the new connection: drop it and try again later. */
@@ -1126,7 +1123,16 @@ static PGconn *startup_connect(struct runner *r, int *code)
         PQfinish(c);
         return NULL;
     }
-    PGresult *res = PQexec(c, "select pepsi.workqueue_reset_running()");
+    PGresult *res = PQexec(c, "select pepsi.claim_incarnation()");
+    if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
+        log_error(COMPONENT, "cannot number this dispatcher's claims: %s", PQerrorMessage(c));
+        PQclear(res);
+        PQfinish(c);
+        return NULL;
+    }
+    r->incarnation = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
+    PQclear(res);
+    res = PQexec(c, "select pepsi.workqueue_reset_running()");
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
         log_error(COMPONENT, "cannot reset running messages: %s", PQerrorMessage(c));
         PQclear(res);
