@@ -1,6 +1,7 @@
 -- Deploy pepsi:reconcile to pg
 -- requires: webhook_backfill
 -- requires: workqueue_dispatch_ops
+-- requires: workqueue_delete
 --
 -- The reconciliation pass (W-20..W-28): pepsi.reconcile() re-reads what
 -- is recorded and compares it with what happened to it, repairs what it
@@ -12,7 +13,9 @@
 --   lost_message            an event of a pipeline provider, not        reinjected: a new message
 --                           processed, with no message at all, older     at the provider's stage
 --                           than lost_after (its message was deleted     (W-21)
---                           or never made)
+--                           or never made), and no tombstone: a
+--                           message an operator deleted on purpose
+--                           (workqueue_delete) is not lost
 --   message_failed          an unprocessed event whose message failed    flagged (resume the message)
 --                           or timed out
 --   unprocessed_stale       an event of a pulled provider not processed  flagged (the pullers are
@@ -316,7 +319,9 @@ set search_path = pg_catalog, pepsi, pg_temp
 as $$
 -- Lost messages (W-21): events of pipeline providers, not processed,
 -- older than lost_after, with no message at all (a hash anti-join: one
--- scan of the workqueue, not one per event). Each gets a new message like
+-- scan of the workqueue, not one per event) and no tombstone (a message
+-- of the event deleted on purpose with workqueue_delete: issue 12, the
+-- operator's decision stands). Each gets a new message like
 -- the one the ingest made (body = payload, header block = headers, state
 -- naming the event, origin webhook:<provider>, arrived at received_at) at
 -- the provider's current stage and tube; its finish marks the event
@@ -324,7 +329,7 @@ as $$
 -- writer is never waited for. NOTIFY workqueue when any was made.
 -- Returns how many. Tables: workqueue_body, workqueue (insert),
 -- reconcile_findings (insert); webhook_events (read, row locks),
--- webhook_provider (read).
+-- webhook_provider, workqueue_tombstones (read).
 declare
     v_n int;
 begin
@@ -338,6 +343,8 @@ begin
            and e.received_at < p_now - p_s.lost_after
            and not exists (select 1 from pepsi.workqueue w
                             where (w.state->>'webhook_event') = e.webhook_event_id::text)
+           and not exists (select 1 from pepsi.workqueue_tombstones t
+                            where t.webhook_event_id = e.webhook_event_id)
          order by e.webhook_event_id
          limit p_s.batch_limit
            for update of e skip locked
@@ -649,7 +656,8 @@ as $$
       from pg_catalog.pg_stat_all_tables s
      where s.schemaname = 'pepsi'
        and s.relname in ('workqueue', 'workqueue_body', 'webhook_events', 'webhook_tombstones',
-                         'webhook_id_sequence', 'webhook_gaps', 'webhook_provider')
+                         'webhook_id_sequence', 'webhook_gaps', 'webhook_provider', 'webhook_event_refresh',
+                         'workqueue_tombstones')
 $$;
 
 create function pepsi.reconcile_unchanged(p_stamp bigint default pepsi.reconcile_stamp())
@@ -658,11 +666,14 @@ language sql stable
 security definer
 set search_path = pg_catalog, pepsi, pg_temp
 as $$
--- Whether a pass now would look at what the last one saw: the same stamp
--- and no message running (a running row can become stuck by time alone).
--- Tables: reconcile_runs, workqueue (read).
+-- Whether a pass now would look at what the last one saw: the same stamp,
+-- no message running (a running row can become stuck by time alone) and
+-- no redelivery waiting to be applied (its row may have been freed by a
+-- rollback, which changes no statistics). Tables: reconcile_runs,
+-- workqueue, webhook_event_refresh (read).
     select coalesce((select r.stamp = p_stamp from pepsi.reconcile_runs r order by r.run_id desc limit 1), false)
        and not exists (select 1 from pepsi.workqueue w where w.status = 'running')
+       and not exists (select 1 from pepsi.webhook_event_refresh r)
 $$;
 
 create function pepsi.reconcile(p_now timestamptz default now(), p_trigger text default 'manual',
@@ -675,7 +686,10 @@ as $$
 -- One reconciliation pass (W-20..W-28; see the top of this change). First
 -- the try-lock: when another pass holds it, returns (false, NULL, 0) at
 -- once, having done nothing (W-27). Otherwise records a run (p_trigger:
--- schedule, notify or manual), then: lost messages re-injected, stuck
+-- schedule, notify or manual), then: redeliveries that found their event
+-- busy applied now that its row is free (webhook_event_refresh_apply:
+-- the newest one, unless the event was processed meanwhile), lost
+-- messages re-injected (with that newest payload), stuck
 -- running and paused messages requeued, messages checked against their
 -- events, stale pulled events, a batch of digests (W-22), gaps and
 -- back-fills, retention; returns (true, the run's id, its new findings).
@@ -691,7 +705,8 @@ as $$
 -- Raises PX003 (no clock, unknown trigger, limits that are not such an
 -- object). Tables: reconcile_runs, reconcile_findings,
 -- reconcile_settings, workqueue, workqueue_body, webhook_events,
--- webhook_gaps, webhook_id_sequence, webhook_tombstones.
+-- webhook_event_refresh, webhook_gaps, webhook_id_sequence,
+-- webhook_tombstones, workqueue_tombstones.
 declare
     v_s pepsi.reconcile_settings;
     v_run bigint;
@@ -726,6 +741,7 @@ begin
     insert into pepsi.reconcile_runs as r (trigger, started_at, stamp) values (p_trigger, p_now, v_stamp)
     returning r.run_id into v_run;
 
+    perform pepsi.webhook_event_refresh_apply(null, v_s.batch_limit);
     v_n := v_n + pepsi.reconcile_lost(v_run, p_now, v_s);
     v_n := v_n + pepsi.reconcile_stuck(v_run, p_now, v_s, p_limits);
     v_n := v_n + pepsi.reconcile_links(v_run, p_now, v_s);

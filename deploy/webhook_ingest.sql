@@ -7,8 +7,100 @@
 -- The ingress calls it only for requests whose signature it has verified
 -- (W-04..W-06), on a connection with synchronous_commit on (D-78), and
 -- answers 2xx only once the call has returned, that is after the commit.
+--
+-- A redelivery that finds its event's row locked (a puller holds it, a
+-- message of the event is finishing, a concurrent burst writes the same
+-- event) is not waited for: that would stall every request behind the
+-- burst. Its delivery is recorded instead in webhook_event_refresh and
+-- applied once the row is free (webhook_event_refresh_apply): by the next
+-- pull that takes the event, and by the next reconciliation pass. The
+-- result is what the article's blocking upsert would have left (W-11,
+-- W-12): the newest delivery (by received_at) when the event is still
+-- unprocessed, nothing when it was processed meanwhile (issue 12). The
+-- table holds deferred writes, not seen ids: the seen-check is still the
+-- upsert (W-10, W-14), and a row there exists only while its event's row
+-- is locked or until the next pass.
 
 begin;
+
+create table pepsi.webhook_event_refresh (
+    refresh_id       bigint generated always as identity
+                     constraint webhook_event_refresh_pkey primary key,
+    webhook_event_id bigint not null,
+    payload          bytea not null,
+    headers          jsonb not null,
+    received_at      timestamptz not null,
+    recorded_at      timestamptz not null default now()
+);
+
+comment on table pepsi.webhook_event_refresh is
+    'Redeliveries of unprocessed events that found the event''s row locked (outcome busy), waiting to be applied once it is free (webhook_event_refresh_apply; issue 12). No foreign key: it would lock the event row the writer must not wait for.';
+
+create index webhook_event_refresh_event_idx on pepsi.webhook_event_refresh (webhook_event_id);
+
+create function pepsi.webhook_event_refresh_apply(p_ids bigint[] default null, p_limit int default 1000)
+returns int
+language plpgsql
+security definer
+set search_path = pg_catalog, pepsi, pg_temp
+as $$
+-- Applies recorded redeliveries (webhook_event_refresh) to the events
+-- p_ids (NULL: any, at most p_limit events, lowest ids first) whose rows
+-- are free now (FOR NO KEY UPDATE SKIP LOCKED: a row still held is left
+-- for later; the caller's own locks do not count). Per event, the newest
+-- recorded delivery (latest received_at, then latest recorded) replaces
+-- payload, headers and received_at when the event is unprocessed and
+-- the delivery is not older than what is stored (W-11); when the event
+-- is processed, or the stored delivery is newer, nothing changes (W-12).
+-- Either way the event's recorded deliveries are forgotten, as are those
+-- of events that no longer exist. Returns how many events were changed.
+-- Raises PX003 (p_limit not 1 to 1000000). Tables: webhook_event_refresh
+-- (read, delete), webhook_events (update, row locks).
+declare
+    v_n int;
+begin
+    if p_limit is null or p_limit not between 1 and 1000000 then
+        raise exception 'invalid refresh limit %', coalesce(p_limit::text, '<null>') using errcode = 'PX003';
+    end if;
+    with pending as materialized (
+        select distinct r.webhook_event_id
+          from pepsi.webhook_event_refresh r
+         where p_ids is null or r.webhook_event_id = any (p_ids)
+         order by r.webhook_event_id
+         limit p_limit
+    ), free as materialized (
+        select p.webhook_event_id, e.webhook_event_id as found_id, e.processed_at, e.received_at
+          from pending p
+          left join lateral (
+                select x.webhook_event_id, x.processed_at, x.received_at from pepsi.webhook_events x
+                 where x.webhook_event_id = p.webhook_event_id
+                   for no key update skip locked) e on true
+         -- an event that exists but is locked is not free; one that does
+         -- not exist (any more) is, and its deliveries are dropped
+         where e.webhook_event_id is not null
+            or not exists (select 1 from pepsi.webhook_events y where y.webhook_event_id = p.webhook_event_id)
+    ), newest as (
+        select distinct on (r.webhook_event_id) r.webhook_event_id, r.payload, r.headers, r.received_at
+          from pepsi.webhook_event_refresh r
+          join free f on f.webhook_event_id = r.webhook_event_id
+         order by r.webhook_event_id, r.received_at desc, r.refresh_id desc
+    ), applied as (
+        update pepsi.webhook_events e
+           set payload = n.payload, headers = n.headers, received_at = n.received_at
+          from newest n
+          join free f on f.webhook_event_id = n.webhook_event_id
+         where e.webhook_event_id = n.webhook_event_id
+           and f.found_id is not null and f.processed_at is null and n.received_at >= f.received_at
+        returning e.webhook_event_id
+    ), dropped as (
+        delete from pepsi.webhook_event_refresh r
+         using free f
+         where r.webhook_event_id = f.webhook_event_id
+    )
+    select count(*) into v_n from applied;
+    return v_n;
+end
+$$;
 
 create function pepsi.webhook_events_ingest(p_events jsonb, p_payloads bytea default null)
 returns table (ord int, webhook_event_id bigint, outcome text, workqueue_id bigint)
@@ -40,11 +132,13 @@ as $$
 --   new        stored now (and queued, for a pipeline provider)
 --   refreshed  known and not processed yet: payload and received_at updated (W-11)
 --   processed  known and processed: nothing changed (W-12)
---   busy       known, not processed, and locked by a puller right now
---              (webhook_events_pull): left alone rather than waiting for
---              the puller's transaction, which would stall every request
---              behind this burst; the puller has the current payload or
---              the redelivery's twin
+--   busy       known, not processed, and its row locked right now (a
+--              puller, a finishing message, a concurrent burst): rather
+--              than waiting for that transaction, which would stall every
+--              request behind this burst, the delivery is recorded in
+--              webhook_event_refresh and applied once the row is free
+--              (see the top of this change), unless the event was
+--              processed meanwhile
 --   repeated   the same (provider, external_id) appears later in this
 --              burst; that later delivery is the one written
 -- Events are written in (provider, external_id) order, so two concurrent
@@ -59,8 +153,8 @@ as $$
 -- not exist), PX012 (a missing, empty or over-long external id, no
 -- payload, headers that are not an object, a received_at that is not a
 -- string or not a time).
--- Tables: webhook_events (insert, update), workqueue_body and workqueue
--- (insert); webhook_provider (read).
+-- Tables: webhook_events (insert, update), webhook_event_refresh,
+-- workqueue_body and workqueue (insert); webhook_provider (read).
 declare
     v_ord int[];
     v_ids bigint[];
@@ -163,7 +257,8 @@ begin
         -- Each key looked up through the unique index (LATERAL ... LIMIT 1
         -- keeps the planner from hashing the whole table): the row if it
         -- exists, and whether we could lock it without waiting. An
-        -- unprocessed row we cannot lock is held by a puller: busy.
+        -- unprocessed row we cannot lock is held by another transaction:
+        -- busy, recorded for later (deferred below).
         select l.*, x.webhook_event_id as known_id,
                (x.webhook_event_id is not null and x.processed_at is null and k.webhook_event_id is null) as busy
           from latest l
@@ -176,6 +271,12 @@ begin
                  where x.processed_at is null and e.webhook_event_id = x.webhook_event_id
                  limit 1
                    for no key update skip locked) k on true
+    ), deferred as (
+        -- A busy event's delivery, applied once its row is free.
+        insert into pepsi.webhook_event_refresh (webhook_event_id, payload, headers, received_at)
+        select l.known_id, l.payload, l.headers, l.received_at
+          from seen l
+         where l.busy
     ), up as (
         insert into pepsi.webhook_events as webhook_events (provider, external_id, payload, headers, received_at)
         select l.provider, l.external_id, l.payload, l.headers, l.received_at
@@ -225,7 +326,11 @@ begin
       left join msgs m on m.event_id = u.webhook_event_id;
 
     if exists (select 1 from unnest(v_msgs) m where m is not null) then
-        notify workqueue;
+        -- The same notification as NOTIFY workqueue (empty payload, D-30).
+        -- pg_notify because pg_stat_statements counts each execution of a
+        -- nested query, where PostgreSQL 15 counts a nested NOTIFY
+        -- statement once per session: ingress-burst.t counts them (D-32).
+        perform pg_notify('workqueue', '');
     end if;
     return query select * from unnest(v_ord, v_ids, v_outcomes, v_msgs);
 end
@@ -261,6 +366,8 @@ begin
 end
 $$;
 
+revoke all on table pepsi.webhook_event_refresh from public;
+revoke all on function pepsi.webhook_event_refresh_apply(bigint[], int) from public;
 revoke all on function pepsi.webhook_events_ingest(jsonb, bytea) from public;
 revoke all on function pepsi.webhook_event_ingest(text, text, bytea, jsonb, timestamptz) from public;
 grant execute on function pepsi.webhook_events_ingest(jsonb, bytea) to pepsi_ingress;

@@ -1,5 +1,6 @@
 -- Deploy pepsi:webhook_pull to pg
 -- requires: webhook_events
+-- requires: webhook_ingest
 --
 -- The second way to process a provider's events (W-15..W-19): the
 -- application's own workers pull them inside their own transaction and
@@ -30,12 +31,17 @@ as $$
 -- end with the call and two workers can get the same event. A worker that
 -- dies or rolls back releases its rows, and the next pull hands them out
 -- again. A redelivery of a locked event is answered 200 by the ingress
--- without waiting for the lock (outcome busy of webhook_events_ingest).
+-- without waiting for the lock (outcome busy of webhook_events_ingest)
+-- and recorded; the pull that next takes the event applies it first
+-- (webhook_event_refresh_apply), so a puller always gets the newest
+-- delivery recorded so far (W-11, issue 12).
 -- Raises PX003 (bad limit), PX011 (unknown provider), PX013 (the
 -- provider's events go into the pipeline, not to pullers).
--- Tables: webhook_events (read, row locks), webhook_provider (read).
+-- Tables: webhook_events (read, row locks, update), webhook_event_refresh
+-- (read, delete), webhook_provider (read).
 declare
     v_stage text;
+    v_ids bigint[];
 begin
     if p_limit is null or p_limit not between 1 and 10000 then
         raise exception 'invalid pull limit %', coalesce(p_limit::text, '<null>')
@@ -50,14 +56,26 @@ begin
             using errcode = 'PX013',
                   hint = 'Set its stage to null (webhook_provider_change) to pull its events.';
     end if;
+    select array_agg(x.webhook_event_id) into v_ids
+      from (select e.webhook_event_id
+              from pepsi.webhook_events e
+             where e.provider = p_provider
+               and e.processed_at is null
+             order by e.received_at
+             limit p_limit
+               for update skip locked) x;
+    if v_ids is null then
+        return;
+    end if;
+    -- Deliveries that arrived while another transaction held these rows.
+    if exists (select 1 from pepsi.webhook_event_refresh r where r.webhook_event_id = any (v_ids)) then
+        perform pepsi.webhook_event_refresh_apply(v_ids, p_limit);
+    end if;
     return query
     select e.webhook_event_id, e.provider, e.external_id, e.payload, e.headers, e.received_at
       from pepsi.webhook_events e
-     where e.provider = p_provider
-       and e.processed_at is null
-     order by e.received_at
-     limit p_limit
-       for update skip locked;
+     where e.webhook_event_id = any (v_ids)
+     order by e.received_at, e.webhook_event_id;
 end
 $$;
 

@@ -69,7 +69,7 @@ insert into fn_doc values
     ('user_address_list',             '{pepsi_reader}'),
     ('webhook_gaps_find',             '{pepsi_reader}'),
     -- owner only: operators' functions (run as the schema owner) ...
-    ('workqueue_resume', '{}'), ('config_set', '{}'), ('config_unset', '{}'), ('config_remove_stage', '{}'),
+    ('workqueue_resume', '{}'), ('workqueue_delete', '{}'), ('config_set', '{}'), ('config_unset', '{}'), ('config_remove_stage', '{}'),
     ('config_clear', '{}'), ('telemetry_changed', '{}'), ('settings_set', '{}'), ('settings_delete', '{}'),
     ('webhook_provider_add', '{}'), ('webhook_provider_change', '{}'), ('webhook_provider_add_secret', '{}'),
     ('webhook_provider_retire_secret', '{}'), ('webhook_provider_disable', '{}'),
@@ -94,7 +94,7 @@ insert into fn_doc values
     ('anomaly_delta', '{}'), ('control_signal_send', '{}'), ('config_override_changed', '{}'),
     ('user_address_add', '{}'), ('user_address_remove', '{}'), ('user_address_owns', '{}'),
     ('settings_put', '{}'), ('settings_option_operator_only', '{}'), ('reconcile_stamp', '{}'),
-    ('reconcile_unchanged', '{}');
+    ('reconcile_unchanged', '{}'), ('webhook_event_refresh_apply', '{}');
 
 -- Functions known to lack their revoke, left out of the per-role
 -- comparisons while a fix is under way: none today.
@@ -122,6 +122,7 @@ insert into rel_doc values
     ('webhook_providers',      '{pepsi_reader}'),
     ('webhook_event_overview', '{pepsi_reader}'),
     ('webhook_tombstones',     '{pepsi_reader}'),
+    ('workqueue_tombstones',   '{pepsi_reader}'),
     ('webhook_id_sequence',    '{pepsi_reader}'),
     ('webhook_gaps',           '{pepsi_reader}'),
     ('reconcile_settings',     '{pepsi_reader}'),
@@ -137,8 +138,9 @@ insert into rel_doc values
     ('anomaly_check',          '{pepsi_reader}'),
     ('anomaly_state',          '{pepsi_reader}'),
     ('anomaly_signal',         '{pepsi_reader}'),
-    -- owner only: the secrets
-    ('webhook_provider',       '{}');
+    -- owner only: the secrets, and payloads waiting to be applied
+    ('webhook_provider',       '{}'),
+    ('webhook_event_refresh',  '{}');
 
 create temp table duty (role text primary key) on commit drop;
 insert into duty values ('pepsi_runner'), ('pepsi_worker'), ('pepsi_ingress'), ('pepsi_reader');

@@ -6,7 +6,7 @@
 -- without its test fails "every time parameter is covered".
 
 begin;
-select plan(51);
+select plan(52);
 
 -- A running message at stage p_stage with state p_state.
 create function pg_temp.running(p_stage text, p_state jsonb default '{}', p_arrived timestamptz default now())
@@ -119,6 +119,7 @@ insert into time_cases values
     ('workqueue_defer',               $$select pepsi.workqueue_defer('{1}', '{a}', null, 'x')$$),
     ('workqueue_strike',              $$select pepsi.workqueue_strike(1, 'a', 'crash', 'x', null)$$),
     ('workqueue_body_gc',             $$select pepsi.workqueue_body_gc(10, null)$$),
+    ('workqueue_delete',              $$select pepsi.workqueue_delete('{1}', 'on purpose', null)$$),
     ('stats_flush',                   $$select pepsi.stats_flush(0, '[]', null, null)$$),
     ('webhook_event_ingest',          $$select * from pepsi.webhook_event_ingest('bad-in', 'n1', 'x', '{}', null)$$),
     ('webhook_events_mark_processed', $$select pepsi.webhook_events_mark_processed('{1}', null)$$),

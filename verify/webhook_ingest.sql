@@ -4,5 +4,8 @@ begin;
 
 select pg_catalog.has_function_privilege('pepsi.webhook_events_ingest(jsonb, bytea)', 'execute');
 select pg_catalog.has_function_privilege('pepsi.webhook_event_ingest(text, text, bytea, jsonb, timestamptz)', 'execute');
+select refresh_id, webhook_event_id, payload, headers, received_at, recorded_at
+  from pepsi.webhook_event_refresh where false;
+select 'pepsi.webhook_event_refresh_apply(bigint[], int)'::regprocedure;
 
 rollback;

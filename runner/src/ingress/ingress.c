@@ -40,7 +40,7 @@
 #define LISTENER_RETRY_MS 2000
 #define STATUS_EVERY_MS 10000
 #define DRAIN_MS 10000          /* how long shutdown waits for answers to be sent */
-#define STATS_FLUSH_MS 30000    /* counters into pepsi.ingress_stats (the anomaly checks' rates) */
+#define STATS_FLUSH_MS 30000    /* rejection counters into pepsi.ingress_stats (the anomaly checks' rates) */
 
 struct ingress {
     struct conf *conf;
@@ -52,9 +52,7 @@ struct ingress {
     uint64_t next_reload_ms;    /* the safety-net reload */
     uint64_t next_status_ms;
     uint64_t next_stats_ms;
-    uint64_t flushed_accepted;  /* what pepsi.ingress_stats already has */
-    uint64_t flushed_duplicates;
-    uint64_t flushed_rejected[RJ_COUNT];
+    uint64_t flushed_rejected[RJ_COUNT]; /* what pepsi.ingress_stats already has */
     int flushed_port;           /* the instance's port, for pepsi.ingress_stats */
     struct writer_pool *writers;
     struct server *server;
@@ -148,16 +146,29 @@ static bool add_delta(json_t *obj, const char *key, uint64_t now_value, uint64_t
     return json_object_set_new(obj, key, json_integer((json_int_t)(now_value - flushed))) == 0;
 }
 
-/* Writes the counters' deltas into pepsi.ingress_stats, aggregated every
- * STATS_FLUSH_MS (one statement, never one per request): the duplicate
- * and rejection rate checks read them. Nothing when nothing changed. */
+/* The instance name in pepsi.ingress_stats: "<host>:<port>". */
+static void instance_name(const struct ingress *g, char *out, size_t size)
+{
+    char host[256] = "localhost";
+    if (gethostname(host, sizeof host) != 0)
+        snprintf(host, sizeof host, "localhost");
+    host[sizeof host - 1] = '\0';
+    snprintf(out, size, "%.200s:%d", host, g->flushed_port);
+}
+
+/* Writes the rejection counters' deltas into pepsi.ingress_stats,
+ * aggregated every STATS_FLUSH_MS and at shutdown (one statement, never
+ * one per request): the rejection rate check reads them. Nothing when
+ * nothing changed. (The stored and duplicate counts need no flush: each
+ * writer adds them in its burst's own transaction, writer.c.) Rejections
+ * counted since the last flush are lost if the ingress is killed; they
+ * are rates, not a ledger. */
 static void flush_stats(struct ingress *g)
 {
     struct metrics *m = &g->metrics;
-    uint64_t acc = atomic_load(&m->accepted), dup = atomic_load(&m->duplicates), rej[RJ_COUNT];
+    uint64_t rej[RJ_COUNT];
     json_t *d = json_object();
-    bool any = d && add_delta(d, "stored", acc, g->flushed_accepted);
-    any |= d && add_delta(d, "duplicate", dup, g->flushed_duplicates);
+    bool any = false;
     for (int r = 0; d && r < RJ_COUNT; r++) {
         char key[96];
         rej[r] = atomic_load(&m->rejected[r]);
@@ -168,17 +179,12 @@ static void flush_stats(struct ingress *g)
     json_decref(d);
     if (text == NULL)
         return;
-    char instance[300], host[256] = "localhost";
-    if (gethostname(host, sizeof host) != 0)
-        snprintf(host, sizeof host, "localhost");
-    host[sizeof host - 1] = '\0';
-    snprintf(instance, sizeof instance, "%s:%d", host, g->flushed_port);
+    char instance[256];
+    instance_name(g, instance, sizeof instance);
     const char *params[] = {instance, text};
     PGresult *r = PQexecParams(g->listener, "select pepsi.ingress_stats_flush($1, $2::jsonb)", 2, NULL, params,
                                NULL, NULL, 0);
     if (PQresultStatus(r) == PGRES_TUPLES_OK) {
-        g->flushed_accepted = acc;
-        g->flushed_duplicates = dup;
         memcpy(g->flushed_rejected, rej, sizeof rej);
     } else {
         log_warning(COMPONENT, "cannot write the ingress counters: %s", PQerrorMessage(g->listener));
@@ -265,6 +271,9 @@ static int start(struct ingress *g)
     if (g->server == NULL)
         return 1;
     g->flushed_port = server_port(g->server);
+    char instance[256];
+    instance_name(g, instance, sizeof instance);
+    writer_pool_set_instance(g->writers, instance);
     log_info(COMPONENT, "listening on %s port %d: %zu provider(s), %d writer(s), %d HTTP thread(s)", g->ic.listen,
              server_port(g->server), provider_cache_count(&g->providers), g->ic.writers, g->ic.threads);
     sd_notifyf(0, "READY=1\nSTATUS=listening on %s port %d\nMAINPID=%lu", g->ic.listen, server_port(g->server),

@@ -15,8 +15,20 @@
 #define RECONNECT_MS 1000      /* at most one connection attempt per writer per second */
 #define RETRIES 3              /* a burst that deadlocked or hit a serialization failure */
 
-#define INGEST_SQL "select ord, webhook_event_id, outcome, workqueue_id" \
-                   " from pepsi.webhook_events_ingest($1::jsonb, $2::bytea)"
+/* One statement, so one transaction: the burst, and its counters added to
+ * pepsi.ingress_stats under this writer's instance name ($3). Counters
+ * that commit with the events they count are never lost by a crash of the
+ * ingress and never count an event that was not stored (issue 12). Each
+ * writer has counter rows of its own, so two writers never wait for each
+ * other's row lock (their commits overlap). */
+#define INGEST_SQL                                                                                        \
+    "with r as materialized (select ord, webhook_event_id, outcome, workqueue_id"                         \
+    " from pepsi.webhook_events_ingest($1::jsonb, $2::bytea)),"                                           \
+    " c as (select pepsi.ingress_stats_flush($3, jsonb_strip_nulls(jsonb_build_object("                    \
+    "'stored', nullif(count(*) filter (where r.outcome = 'new'), 0),"                                     \
+    " 'duplicate', nullif(count(*) filter (where r.outcome <> 'new'), 0)))) from r)"                      \
+    " select r.ord, r.webhook_event_id, r.outcome, r.workqueue_id from r, c"
+#define INSTANCE_MAX 280
 
 struct writer {
     struct writer_pool *pool;
@@ -25,6 +37,7 @@ struct writer {
     bool started;
     PGconn *conn;
     uint64_t next_connect_ms;
+    char instance[INSTANCE_MAX + 16];  /* "<pool instance>/writer-<index>", set per burst */
 };
 
 struct writer_pool {
@@ -35,6 +48,7 @@ struct writer_pool {
     struct ingress_item *head, *tail;
     size_t queued;
     bool closing;
+    char instance[INSTANCE_MAX];       /* writer_pool_set_instance; under mu */
     struct writer *w;
 };
 
@@ -63,7 +77,7 @@ static int writer_connect(struct writer *w)
     if (conn_exec(w->conn, "set synchronous_commit = on", COMPONENT) != 0 ||
         conn_exec(w->conn, timeout, COMPONENT) != 0)
         goto fail;
-    PGresult *r = PQprepare(w->conn, "ingest", INGEST_SQL, 2, NULL);
+    PGresult *r = PQprepare(w->conn, "ingest", INGEST_SQL, 3, NULL);
     if (PQresultStatus(r) != PGRES_COMMAND_OK) {
         log_error(COMPONENT, "cannot prepare the ingest statement: %s", pgerr_message(w->conn, r));
         PQclear(r);
@@ -130,10 +144,10 @@ static PGresult *burst_exec(struct writer *w, const struct burst *b)
     char *events, *payloads;
     size_t plen;
     burst_params(b, &events, &payloads, &plen);
-    const char *values[] = {events, payloads};
-    int lengths[] = {0, (int)plen};
-    int formats[] = {0, 1};
-    PGresult *r = PQexecPrepared(w->conn, "ingest", 2, values, lengths, formats, 0);
+    const char *values[] = {events, payloads, w->instance};
+    int lengths[] = {0, (int)plen, 0};
+    int formats[] = {0, 1, 0};
+    PGresult *r = PQexecPrepared(w->conn, "ingest", 3, values, lengths, formats, 0);
     free(events);
     free(payloads);
     return r;
@@ -257,13 +271,16 @@ int writer_submit(struct writer_pool *p, struct ingress_item *it, void (*suspend
     return 0;
 }
 
-/* Takes up to burst_max items, waiting for one; 0 when closing and empty. */
-static size_t take_burst(struct writer_pool *p, struct ingress_item **items)
+/* Takes up to burst_max items, waiting for one; 0 when closing and empty.
+ * Also refreshes the writer's instance name for the burst's counters. */
+static size_t take_burst(struct writer *w, struct ingress_item **items)
 {
+    struct writer_pool *p = w->pool;
     size_t n = 0;
     pthread_mutex_lock(&p->mu);
     while (p->head == NULL && !p->closing)
         pthread_cond_wait(&p->cv, &p->mu);
+    snprintf(w->instance, sizeof w->instance, "%s/writer-%d", p->instance, w->index);
     while (p->head && n < (size_t)p->s.burst_max) {
         items[n++] = p->head;
         p->head = p->head->next;
@@ -281,7 +298,7 @@ static void *writer_main(void *arg)
     struct writer *w = arg;
     struct ingress_item **items = xcalloc((size_t)w->pool->s.burst_max, sizeof *items);
     size_t n;
-    while ((n = take_burst(w->pool, items)) > 0) {
+    while ((n = take_burst(w, items)) > 0) {
         write_items(w, items, n);
         for (size_t i = 0; i < n; i++)
             items[i]->done(items[i]); /* the request may be gone after this */
@@ -298,6 +315,7 @@ struct writer_pool *writer_pool_start(const struct writer_settings *s, struct me
     struct writer_pool *p = xcalloc(1, sizeof *p);
     p->s = *s;
     p->m = m;
+    snprintf(p->instance, sizeof p->instance, "unnamed");
     p->w = xcalloc((size_t)s->writers, sizeof *p->w);
     if (pthread_mutex_init(&p->mu, NULL) != 0 || pthread_cond_init(&p->cv, NULL) != 0) {
         log_error(COMPONENT, "cannot create the writers' queue");
@@ -355,6 +373,13 @@ void writer_pool_free(struct writer_pool *p)
     pthread_mutex_destroy(&p->mu);
     free(p->w);
     free(p);
+}
+
+void writer_pool_set_instance(struct writer_pool *p, const char *instance)
+{
+    pthread_mutex_lock(&p->mu);
+    snprintf(p->instance, sizeof p->instance, "%s", instance);
+    pthread_mutex_unlock(&p->mu);
 }
 
 bool writer_pool_database_up(struct writer_pool *p)

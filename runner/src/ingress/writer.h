@@ -3,7 +3,9 @@
  * with one call of pepsi.webhook_events_ingest() — one statement, one
  * commit, at most one NOTIFY workqueue for the whole burst (D-32) — on
  * its own connection with synchronous_commit on (D-78), and only then
- * hands each event its answer. While one burst commits, the next one
+ * hands each event its answer. The burst's counters (stored, duplicate)
+ * go into pepsi.ingress_stats in the same statement, so they commit with
+ * the events or not at all (issue 12). While one burst commits, the next one
  * gathers, so bursts grow with the load by themselves; several writers
  * overlap their commits (PostgreSQL folds concurrent WAL flushes too). */
 #ifndef PEPSI_INGRESS_WRITER_H
@@ -63,6 +65,11 @@ void writer_pool_stop(struct writer_pool *p);
 
 /* Frees a stopped pool; call once no HTTP thread can reach it. NULL is fine. */
 void writer_pool_free(struct writer_pool *p);
+
+/* Names the pool in pepsi.ingress_stats: each writer counts its bursts
+ * under "<instance>/writer-<n>" (from its next burst on; "unnamed" until
+ * this is called). Truncated at 279 bytes. */
+void writer_pool_set_instance(struct writer_pool *p, const char *instance);
 
 /* Whether the last attempt of any writer reached the database. */
 bool writer_pool_database_up(struct writer_pool *p);

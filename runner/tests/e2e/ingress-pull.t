@@ -2,11 +2,13 @@
 # Pull mode with real concurrent sessions (W-15..W-19): a puller holds its
 # rows for its whole transaction, a second puller gets other rows at once
 # (SKIP LOCKED, nobody waits), a redelivery of a held event is answered 200
-# without waiting for the holder, and four pullers working at once
+# without waiting for the holder and applied once the row is free (the
+# newest delivery for an event still unprocessed, W-11; nothing for one the
+# holder processed, W-12; issue 12), and four pullers working at once
 # process every event exactly once.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/ingress-lib.sh"
-plan 14
+plan 19
 
 conf=$E2E_DIR/ingress.conf
 ingress_conf "$conf" </dev/null
@@ -51,6 +53,31 @@ exec 4>&-
 wait "$session_a"
 is "$(sql "select count(*) from pepsi.webhook_events where processed_at is not null")" 50 \
    "W-18: A marked its 50 and committed"
+is "$(sql "select convert_from(payload, 'UTF8') <> '{\"again\":true}' from pepsi.webhook_events where external_id = '$held'")" t \
+   "W-12: A processed the event it held, so the redelivery that came meanwhile changes nothing"
+
+# Session C pulls, a redelivery comes, C gives up (rollback): the next pull
+# hands out the redelivery, not the payload C had.
+mkfifo "$E2E_DIR/c.in"
+psql -XAtq -v ON_ERROR_STOP=1 -d "$E2E_DB" <"$E2E_DIR/c.in" >"$E2E_DIR/c.out" 2>&1 &
+session_c=$!
+exec 5>"$E2E_DIR/c.in"
+cat >&5 <<EOF
+begin;
+create temp table mine as select webhook_event_id, external_id from pepsi.webhook_events_pull('app', 1);
+\\copy mine to '$E2E_DIR/c.ids'
+EOF
+c_count() { cat "$E2E_DIR/c.ids" 2>/dev/null | wc -l; }
+ok "session C pulled an event and holds it" wait_output 10 1 c_count
+held_c=$(cut -f2 "$E2E_DIR/c.ids")
+is "$(post_sw app "$held_c" '{"newer":true}')" 200 "a redelivery of it: 200"
+like "$(cat "$E2E_DIR/last-answer")" '"outcome":"busy"' "outcome busy"
+echo "rollback;" >&5
+exec 5>&-
+wait "$session_c"
+is "$(sql "select convert_from(p.payload, 'UTF8') from pepsi.webhook_events_pull('app', 200) p
+            where p.external_id = '$held_c'")" '{"newer":true}' \
+   "W-11, issue 12: C gave up; the next pull hands out the redelivery, the newest payload"
 
 # Four pullers at once, until nothing is left; each claim is recorded in a
 # table whose primary key refuses a second claim of the same event.
