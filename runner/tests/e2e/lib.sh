@@ -205,7 +205,10 @@ start_runner() {
     RUNNER_LOG=$E2E_DIR/runner.$_runner_n.log
     : >"$RUNNER_LOG"
     # shellcheck disable=SC2046
-    PEPSI_E2E_TAG=$E2E_TAG $(_runner_cmd) "$RUNNER" -c "$conf" -v "$@" serve >"$RUNNER_LOG" 2>&1 </dev/null &
+    # Descriptors 5..9 are the tests' own (fifos of held sessions): the
+    # runner and its workers must not keep them open.
+    PEPSI_E2E_TAG=$E2E_TAG $(_runner_cmd) "$RUNNER" -c "$conf" -v "$@" serve >"$RUNNER_LOG" 2>&1 </dev/null \
+        5>&- 6>&- 7>&- 8>&- 9>&- &
     RUNNER_PID=$!
     local deadline=$(($(date +%s) + 60))
     until runner_log_has 'serving [0-9]+ stage'; do
