@@ -170,6 +170,8 @@ write_conf() {
         echo
         cat
     } >"$file"
+    # A configuration may hold secrets: not for other users (issue 11).
+    chmod 640 "$file"
 }
 
 # ---- the runner ----
