@@ -311,6 +311,11 @@ _e2e_cleanup() {
     for pid in $(worker_pids); do
         kill -KILL "$pid" 2>/dev/null
     done
+    # Whatever else the test started in the background (a proxy, an HTTP
+    # sink, a held session) would keep prove's pipe open: it goes too.
+    for pid in $(jobs -p); do
+        kill -KILL "$pid" 2>/dev/null
+    done
     if [ "$_t_done" != 1 ] || [ "$_t_fail" -gt 0 ]; then
         local f
         for f in "$E2E_DIR"/runner.*.log; do
