@@ -280,12 +280,11 @@ static void defer_lost_connection(struct runner *r, struct stage *s, int64_t id)
              3, params, DB_RESEND, defer_done, r);
 }
 
-/* Status 75: database overload. Requeue, and halve the parallelism of the
- * stage running the most workers for 5 minutes (D-95..D-98). */
-static void throttle_overload(struct runner *r, struct stage *s, int64_t id)
+/* Database overload reported by stage s: halve the parallelism of the
+ * stage running the most workers for OVERLOAD_WINDOW (D-96..D-98); what
+ * is appended to the reporter's name in the log. */
+static void halve_busiest(struct runner *r, struct stage *s, const char *what)
 {
-    const char *stages[] = {s->name};
-    requeue_ids(r, stages, &id, 1);
     struct stage *big = s;
     for (size_t i = 0; i < r->tabs->n_stages; i++)
         if (r->tabs->stages[i].n_workers > big->n_workers)
@@ -293,9 +292,28 @@ static void throttle_overload(struct runner *r, struct stage *s, int64_t id)
     int cap = big->parallelism_cap / 2;
     big->parallelism_cap = cap < 1 ? 1 : cap;
     big->throttle_until_ms = now_ms() + (uint64_t)r->conf->overload_window_ms;
-    log_warning(COMPONENT, "database overload reported by stage %s; stage %s limited to %d worker(s) "
-                "for %lld ms", s->name, big->name, big->parallelism_cap,
+    log_warning(COMPONENT, "database overload reported by stage %s%s; stage %s limited to %d worker(s) "
+                "for %lld ms", s->name, what, big->name, big->parallelism_cap,
                 (long long)r->conf->overload_window_ms);
+}
+
+/* Status 75: database overload. Requeue, and halve the busiest stage
+ * (D-95..D-98). */
+static void throttle_overload(struct runner *r, struct stage *s, int64_t id)
+{
+    const char *stages[] = {s->name};
+    requeue_ids(r, stages, &id, 1);
+    halve_busiest(r, s, "");
+}
+
+/* A worker could not connect at start for want of connection slots (exit
+ * 75 before ready): the same back-pressure as a status 75 (D-94); its ids
+ * were requeued by the pool. */
+static void overload_cb(void *arg, struct stage *s)
+{
+    struct runner *r = arg;
+    s->delta.tempfailed++;
+    halve_busiest(r, s, " at worker start (no connection slot)");
 }
 
 /* ---- answers from workers ---- */
@@ -1211,7 +1229,7 @@ static void runner_init(struct runner *r, struct conf *conf, uv_loop_t *loop, co
     r->env.self_dir = self_dir;
     r->env.cooldown_ms = conf->cooldown_ms;
     r->env.dstats = &r->dstats;
-    r->env.ev = (struct pool_events){answered_cb, requeue_cb, strike_cb, wake, r};
+    r->env.ev = (struct pool_events){answered_cb, requeue_cb, strike_cb, overload_cb, wake, r};
     r->claimer = claimer_new(conf);
     db_init(&r->db, loop, (struct db_hooks){notify_cb, db_lost_cb, r});
     control_signals_init(&r->ctl, &r->db, COMPONENT, control_act, r);
