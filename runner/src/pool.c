@@ -581,7 +581,7 @@ static void worker_finalize(struct worker *w)
         worker_died_starting(w, how);
     else if (w->count > 0 && s->env->shutting_down)
         worker_requeue_all(w);
-    else if (w->protocol_error)
+    else if (w->protocol_error && !s->env->shutting_down)
         worker_broke_protocol(w);
     else if (w->count > 0 && w->after_74 && !w->hung)
         worker_died_after_74(w, how);
