@@ -88,23 +88,37 @@ static void set_status(struct sdk_result *res, size_t n, int status)
         res[i].status = status;
 }
 
-/* Loads the batch in one query (D-70); 0, or the status for all when it
- * failed. *r keeps the rows the messages point into. */
-static int load_batch(struct pepsi_worker *w, struct item *it, size_t n, PGresult **r)
+/* A batch that could not be loaded for an SQL error (not the connection):
+ * a host error for each of its messages (D-103), each answered as such. */
+static void batch_load_failed(struct pepsi_worker *w, struct item *it, size_t n, const PGresult *r,
+                              struct sdk_result *res)
+{
+    for (size_t i = 0; i < n; i++) {
+        int st = sdk_db_error(w, NULL, it[i].idtext, "cannot load the message", r);
+        res[i].status = st == SDK_MOVED_ON ? 0 : st;
+    }
+}
+
+/* Loads the batch in one query (D-70); 0, or -1 when it failed, with
+ * every status in res: 74/75 for a lost connection or overload (D-99,
+ * D-94), else what the host error of each message answers (issue 12:
+ * never a 74 for an SQL error). *r keeps the rows the messages point into. */
+static int load_batch(struct pepsi_worker *w, struct item *it, size_t n, PGresult **r, struct sdk_result *res)
 {
     char *ids = id_array(it, n);
     const char *p[] = {ids};
     *r = sdk_exec_prepared(w, "load_many", 1, p);
     free(ids);
-    int status = sdk_trouble_status(w, *r);
-    if (status != 0 || PQresultStatus(*r) != PGRES_TUPLES_OK) {
-        if (status == 0) {
-            log_error(w->stage, "cannot load a batch: %s", pgerr_message(w->core->conn, *r));
-            status = EXIT_IOERR;
-        }
+    if (PQresultStatus(*r) != PGRES_TUPLES_OK) {
+        log_error(w->stage, "cannot load a batch: %s", pgerr_message(w->core->conn, *r));
+        int status = sdk_trouble_status(w, *r);
+        if (status != 0)
+            set_status(res, n, status);
+        else
+            batch_load_failed(w, it, n, *r, res);
         PQclear(*r);
         *r = NULL;
-        return status;
+        return -1;
     }
     for (int row = 0; row < PQntuples(*r); row++) {
         int64_t id = strtoll(PQgetvalue(*r, row, 11), NULL, 10);
@@ -335,8 +349,7 @@ void sdk_run_batch(struct pepsi_worker *w, const int64_t *ids, size_t n, struct 
         return;
     }
     struct item *it = make_items(w, ids, n);
-    if (!w->def->skip_load && (trouble = load_batch(w, it, n, &loaded)) != 0) {
-        set_status(res, n, trouble);
+    if (!w->def->skip_load && load_batch(w, it, n, &loaded, res) != 0) {
         free_items(it, n);
         return;
     }

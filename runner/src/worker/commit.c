@@ -80,6 +80,61 @@ static PGresult *commit_host_error(struct pepsi_worker *s, const struct pepsi_me
     return sdk_exec_prepared(s, "host_error", 5, params);
 }
 
+/* The status a recorded host error answers: 1 when workqueue_host_error
+ * left the row failed (retries exhausted after MAX_LIFETIME and no
+ * BOUNCE_STAGE, D-109), so that the dispatcher counts it failed (D-79,
+ * D-80: it used to answer 0 and count a success); else 0 (paused, or
+ * redirected pending to BOUNCE_STAGE, D-108). */
+static int host_error_status(struct pepsi_worker *s, const char *id, const PGresult *res)
+{
+    if (PQntuples(res) != 1 || strcmp(PQgetvalue(res, 0, 0), "failed") != 0)
+        return 0;
+    log_warning(s->stage, "message %s failed: host errors outlived MAX_LIFETIME (retries-exhausted)", id);
+    return 1;
+}
+
+/* Records a host error and gives the status to answer: 0 or 1 as
+ * host_error_status, 74/75 for database trouble, 74 when the database
+ * refused even that (nothing else can be written), SDK_MOVED_ON. */
+static int record_host_error(struct pepsi_worker *s, const struct pepsi_message *m, const char *id,
+                             const char *reason)
+{
+    PGresult *res = commit_host_error(s, m, id, reason);
+    int status = sdk_trouble_status(s, res);
+    if (status == 0 && PQresultStatus(res) != PGRES_TUPLES_OK) {
+        if (moved_on(res)) {
+            log_warning(s->stage, "message %s moved on before its host error was written", id);
+            status = SDK_MOVED_ON;
+        } else {
+            log_error(s->stage, "cannot record a host error for message %s: %s", id,
+                      pgerr_message(s->core->conn, res));
+            status = EXIT_IOERR;
+        }
+    } else if (status == 0) {
+        status = host_error_status(s, id, res);
+    }
+    PQclear(res);
+    return status;
+}
+
+int sdk_db_error(struct pepsi_worker *w, const struct pepsi_message *m, const char *id, const char *what,
+                 const PGresult *res)
+{
+    int status = sdk_trouble_status(w, res);
+    if (status != 0)
+        return status;
+    char reason[512];
+    snprintf(reason, sizeof reason, "stage %s: %s: %s (sqlstate %s)", w->stage, what,
+             pgerr_message(w->core->conn, res), pgerr_sqlstate(res));
+    if (m != NULL)
+        return record_host_error(w, m, id, reason);
+    struct pepsi_message bare;
+    sdk_bare_message(w, strtoll(id, NULL, 10), &bare);
+    status = record_host_error(w, &bare, id, reason);
+    json_decref(bare.state);
+    return status;
+}
+
 /* The SQL call for the outcome decided at stage s, the row being at
  * row_stage; sets *failed when the row is left failed (status 1). */
 static PGresult *commit_call(struct pepsi_worker *s, const char *row_stage, const char *id,
@@ -190,20 +245,14 @@ int sdk_commit(struct pepsi_worker *s, const char *row_stage, const char *id,
         } else {
             /* The database refused the result for another reason: a host
              * error, never the message's fault (D-103). */
-            char reason[512];
-            snprintf(reason, sizeof reason, "stage %s: the database refused the result: %s (sqlstate %s)",
-                     s->stage, pgerr_message(s->core->conn, res), pgerr_sqlstate(res));
-            PQclear(res);
-            res = commit_host_error(s, m, id, reason);
-            status = sdk_trouble_status(s, res);
-            if (status == 0 && PQresultStatus(res) != PGRES_TUPLES_OK) {
-                log_error(s->stage, "cannot record a host error for message %s: %s", id,
-                          pgerr_message(s->core->conn, res));
-                status = EXIT_IOERR;
-            }
+            status = sdk_db_error(s, m, id, "the database refused the result", res);
+            if (status == SDK_MOVED_ON)
+                status = 0;
         }
     } else if (status == 0 && failed) {
         status = 1;
+    } else if (status == 0 && out->kind == PEPSI_HOST_ERROR) {
+        status = host_error_status(s, id, res);
     }
     PQclear(res);
     return status;
@@ -235,7 +284,14 @@ int sdk_split(struct pepsi_worker *w, struct pepsi_message *m, const char *id)
     int status = res ? sdk_trouble_status(w, res) : EXIT_IOERR;
     if (status == 0 && PQresultStatus(res) != PGRES_TUPLES_OK) {
         log_error(w->stage, "cannot split message %s: %s", id, pgerr_message(w->core->conn, res));
-        status = moved_on(res) ? SDK_MOVED_ON : EXIT_IOERR;
+        /* An SQL error is a host error (D-103), answered as such; the
+         * message does not run this time. */
+        if (moved_on(res)) {
+            status = SDK_MOVED_ON;
+        } else {
+            status = sdk_db_error(w, m, id, "cannot split the message by per-address settings", res);
+            status = status == 0 ? SDK_MOVED_ON : status;
+        }
     } else if (status == 0) {
         log_debug(w->stage, "split message %s into %zu by per-address settings: new %s", id,
                   json_array_size(groups), PQgetvalue(res, 0, 0));

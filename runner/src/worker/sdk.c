@@ -235,20 +235,20 @@ static void pass_and_commit(struct pepsi_worker *w, struct pepsi_message *m, int
     json_decref(p.out.settings_changes);
 }
 
-/* Loads one message; 0 with *r set, 1 when it is not running here (skip
- * it, answering 0), or the status to answer. */
+/* Loads one message: 0 with *r set, SDK_MOVED_ON when it is not running
+ * here (skip it, answering 0), or else the status to answer. A lost
+ * connection is 74 and overload 75 (D-94, D-99); any other SQL error is a
+ * host error of the stage, with backoff and MAX_LIFETIME (D-103), never a
+ * 74 deferred every 30 s for ever (issue 12). */
 static int load_one(struct pepsi_worker *w, const char *idtext, PGresult **r)
 {
     const char *p[] = {idtext};
     *r = sdk_exec_prepared(w, w->def->loads_body ? "load_body" : "load", 1, p);
-    int status = sdk_trouble_status(w, *r);
-    if (status != 0 || PQresultStatus(*r) != PGRES_TUPLES_OK) {
-        if (status == 0) {
-            log_error(w->stage, "cannot load message %s: %s", idtext, pgerr_message(w->core->conn, *r));
-            status = EXIT_IOERR; /* deferred without blame; the cause is ours */
-        }
+    if (PQresultStatus(*r) != PGRES_TUPLES_OK) {
+        log_error(w->stage, "cannot load message %s: %s", idtext, pgerr_message(w->core->conn, *r));
+        int status = sdk_db_error(w, NULL, idtext, "cannot load the message", *r);
         PQclear(*r);
-        return status;
+        return status == 0 ? SDK_MOVED_ON : status;
     }
     if (PQntuples(*r) == 0 || strcmp(PQgetvalue(*r, 0, 1), "running") != 0 ||
         strcmp(PQgetvalue(*r, 0, 0), w->stage) != 0) {

@@ -108,6 +108,15 @@ void sdk_fusion_free(struct sdk_core *core);
 /* 74 for a lost connection, 75 for overload, 0 for anything else (D-94, D-99). */
 int sdk_trouble_status(struct pepsi_worker *w, const PGresult *res);
 
+/* A statement about message id (m: loaded, or NULL) failed: 74/75 for a
+ * lost connection or overload (D-94, D-99); any other SQL error is a host
+ * error of w's stage, recorded with backoff and MAX_LIFETIME (D-103,
+ * D-104), "what" saying what failed. Returns the status to answer: 0
+ * (paused or bounced), 1 (failed: retries exhausted, D-80), 74, 75, or
+ * SDK_MOVED_ON. */
+int sdk_db_error(struct pepsi_worker *w, const struct pepsi_message *m, const char *id, const char *what,
+                 const PGresult *res);
+
 /* Commits the outcome stage s decided for a message whose row is at
  * row_stage, in one call (two when a fused stage pauses or fails, D-115);
  * returns the status to answer. */
@@ -115,7 +124,9 @@ int sdk_commit(struct pepsi_worker *s, const char *row_stage, const char *id,
                const struct pepsi_outcome *out, const struct pepsi_message *m);
 
 /* Splits the message when its recipients' overrides for w's stage differ
- * (D-124): one call; m keeps the first group. 0, SDK_MOVED_ON, or 74/75. */
+ * (D-124): one call; m keeps the first group. 0 (run the stage),
+ * SDK_MOVED_ON (answer 0: moved on, or a host error was recorded), or the
+ * status to answer (1, 74, 75). */
 int sdk_split(struct pepsi_worker *w, struct pepsi_message *m, const char *id);
 
 /* ---- answering ---- */

@@ -6,9 +6,11 @@
 # bare "command exited with status 127". Now each variable is in the
 # environment only within its bound (32 KiB, 64 KiB for all), the whole
 # metadata is JSON on fd 3 (PEPSI_MESSAGE_FD), PEPSI_TRUNCATED names what
-# was left out, and a command that cannot be run says why.
+# was left out, and a command that cannot be run says why. A command that
+# cannot be run is the host's fault, not the message's: a host error,
+# retried with backoff (D-103, issue 12), never a permanent failure.
 . "$(dirname "$0")/lib.sh"
-plan 28
+plan 31
 
 # dump.sh: the command's environment, the metadata on fd 3 and the body.
 cat >"$E2E_DIR/dump.sh" <<'EOF'
@@ -92,20 +94,29 @@ is "$(envvar "$huge" PEPSI_TRUNCATED)" "PEPSI_SUBJECT,PEPSI_RECIPIENTS,PEPSI_STA
 is "$(meta "$huge" '(len(m["recipients"]), len(m["state"]["blob"]), len(m["subject"]))')" \
    "(100000, 10485760, 204800)" "issue 11: fd 3 has all of it"
 
-# ---- commands that cannot be run say why ----
-ok "a command that does not exist fails its message" \
-    wait_for "select status from pepsi.workqueue where workqueue_id = $missing" failed 20
-reason=$(sql "select last_error from pepsi.failed where workqueue_id = $missing")
+# ---- commands that cannot be run say why, and are host errors ----
+# host_error ID STAGE: paused at STAGE after a host error (D-104), counted
+# in state.temporary_failures.STAGE.
+host_error() {
+    wait_for "select status || '/' || stage || '/' || ((state->'temporary_failures'->>'$2')::int >= 1)
+                from pepsi.workqueue where workqueue_id = $1" "paused/$2/true" 20
+}
+ok "D-103: a command that does not exist is a host error: paused, temporary_failures counted" host_error "$missing" missing
+reason=$(sql "select state->>'last_error' from pepsi.workqueue where workqueue_id = $missing")
 note "$reason"
 like "$reason" \
      '^stage missing: command not found \(exit 127\): .*pepsi-e2e-command' \
      "issue 11: the reason says command not found, not a bare 127"
-ok "a command that is not executable fails its message" \
-    wait_for "select status from pepsi.workqueue where workqueue_id = $noexec" failed 20
-reason=$(sql "select last_error from pepsi.failed where workqueue_id = $noexec")
+ok "D-103: a command that is not executable is a host error too" host_error "$noexec" noexec
+reason=$(sql "select state->>'last_error' from pepsi.workqueue where workqueue_id = $noexec")
 note "$reason"
 like "$reason" \
      '^stage noexec: command cannot be run \(exit 126' "issue 11: the reason says it cannot be run"
+is "$(sql "select count(*) from pepsi.workqueue where status = 'failed'")" 0 "D-103: neither failed"
+ok "D-104: neither counts as a failure of its stage" \
+    wait_for "select sum(failed) || '/' || (sum(succeeded) >= 2) from pepsi.stage_stats where stage in ('missing', 'noexec')" "0/true" 10
+like "$(runner_log)" "WARNING: +missing: \[[0-9]+\] host error on message $missing: stage missing: command not found" \
+   "D-106: the retry is a warning under the stage's name"
 stop_runner
 is "$?" 0 "clean shutdown"
 
@@ -126,9 +137,9 @@ tight=$(sql "select pepsi.workqueue_inject('dump',
 fits=$(sql "select pepsi.workqueue_inject('dump', p_subject => 'fits')")
 PEPSI_E2E_PAD=$(head -c 80000 /dev/zero | tr '\0' p) RUNNER=$E2E_DIR/small-stack \
     ok "a runner with a small stack and a large environment starts" start_runner "$conf"
-ok "issue 11: a message whose environment does not fit fails" \
-    wait_for "select status from pepsi.workqueue where workqueue_id = $tight" failed 20
-reason=$(sql "select last_error from pepsi.failed where workqueue_id = $tight")
+ok "issue 11, D-103: a message whose environment does not fit is a host error (the runner's environment is)" \
+    host_error "$tight" dump
+reason=$(sql "select state->>'last_error' from pepsi.workqueue where workqueue_id = $tight")
 note "$reason"
 like "$reason" \
      '^stage dump: environment too large to start the command \([0-9]+ bytes in [0-9]+ variables' \
