@@ -90,9 +90,11 @@ run_mode() {
     settings
     inject
     start_runner "$conf"
-    wait_cmd 120 settled || return 1
+    # On a failure the runner is stopped too, so the other mode still starts.
+    wait_cmd 120 settled || { stop_runner; return 1; }
     # The idle flush writes the figures (D-138).
-    wait_for "select coalesce(sum(stages_executed), 0) >= 2000 from pepsi.stage_stats where stage = 'in'" t 20 || return 1
+    wait_for "select coalesce(sum(stages_executed), 0) >= 2000 from pepsi.stage_stats where stage = 'in'" t 20 ||
+        { stop_runner; return 1; }
     sleep 1.2
     stop_runner
 }
