@@ -4,7 +4,8 @@
 # database and exports PG*, PEPSI_RUNNER, PEPSI_E2E_TMP, PEPSI_E2E_TEMPLATE.
 # Sourcing this file then gives the test:
 #   - its own database E2E_DB, cloned from the template and dropped at exit,
-#     with the side tables e2e_visit and e2e_done the stage programs write;
+#     with the side tables e2e_visit, e2e_done and e2e_paused the stage
+#     programs write (stages/misbehave says what goes in each);
 #   - its own directory E2E_DIR (configs, logs, flag files), exported, so
 #     the stage programs under stages/ find it;
 #   - TAP helpers: plan, ok, is, like, diag, note, done_testing;
@@ -351,7 +352,9 @@ _e2e_setup() {
     if ! sql "create table e2e_visit (id bigint not null, stage text not null, pid int not null,
                                       at timestamptz not null default clock_timestamp());
               create table e2e_done (id bigint not null, stage text not null, pid int not null,
-                                     state jsonb, at timestamptz not null default clock_timestamp());"; then
+                                     state jsonb, at timestamptz not null default clock_timestamp());
+              create table e2e_paused (id bigint not null, stage text not null, status text not null,
+                                       timeout timestamptz, state jsonb, at timestamptz not null default now());"; then
         echo "not ok 1 - create the side tables in $E2E_DB"
         exit 1
     fi
