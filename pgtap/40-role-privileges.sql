@@ -138,7 +138,10 @@ insert into rel_doc values
     ('anomaly_state',          '{pepsi_reader}'),
     ('anomaly_signal',         '{pepsi_reader}'),
     -- owner only: the secrets
-    ('webhook_provider',       '{}');
+    ('webhook_provider',       '{}'),
+    -- owner only: the fair claim's copy of the dispatcher's leads (issue 12)
+    ('fair_lead',              '{}'),
+    ('fair_stage',             '{}');
 
 create temp table duty (role text primary key) on commit drop;
 insert into duty values ('pepsi_runner'), ('pepsi_worker'), ('pepsi_ingress'), ('pepsi_reader');
