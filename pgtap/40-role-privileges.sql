@@ -94,7 +94,10 @@ insert into fn_doc values
     ('anomaly_delta', '{}'), ('control_signal_send', '{}'), ('config_override_changed', '{}'),
     ('user_address_add', '{}'), ('user_address_remove', '{}'), ('user_address_owns', '{}'),
     ('settings_put', '{}'), ('settings_option_operator_only', '{}'), ('reconcile_stamp', '{}'),
-    ('reconcile_unchanged', '{}');
+    ('reconcile_unchanged', '{}'),
+    -- the hop rule (issue 12): called only by the stage-result functions above
+    ('workqueue_hop', '{}'), ('workqueue_hop_check', '{}'), ('workqueue_hop_refuse', '{}'),
+    ('workqueue_hop_slow', '{}');
 
 -- Functions known to lack their revoke, left out of the per-role
 -- comparisons while a fix is under way: none today.

@@ -1,5 +1,10 @@
 /* worker/commit.c — writing what a pass decided, one SQL call each
- * (D-74..D-76), and the recipient split before a stage runs (D-124). */
+ * (D-74..D-76), and the recipient split before a stage runs (D-124).
+ *
+ * Every advance passes the stages fused on the way (p_via) and [pepsi]
+ * MAX_HOPS: the database counts the hops and, past the limit, fails the
+ * message as a loop instead of advancing it (pepsi.workqueue_hop, issue
+ * 12); the worker then logs it and answers non-zero (SDK_LOOP). */
 #include "worker/sdk_internal.h"
 
 #include "log.h"
@@ -45,6 +50,41 @@ static PGresult *commit_refusal(struct pepsi_worker *s, const char *id, const PG
     const char *p[] = {id, s->stage, reason, "permanent", NULL};
     return sdk_exec_prepared(s, "fail", 5, p);
 }
+
+const char *sdk_via_text(const struct sdk_via *via, size_t n, char *buf, size_t cap)
+{
+    size_t len = 0;
+    if (via == NULL || n == 0 || cap < 3)
+        return NULL;
+    buf[len++] = '{';
+    /* Stage names are [A-Za-z0-9_.-]: quoted, none is read as NULL. */
+    for (size_t i = 0; i < n && i < via->n; i++) {
+        int k = snprintf(buf + len, cap - len, "%s\"%s\"", i ? "," : "", via->stage[i]);
+        if (k < 0 || (size_t)k >= cap - len - 1)
+            return NULL;
+        len += (size_t)k;
+    }
+    buf[len++] = '}';
+    buf[len] = '\0';
+    return buf;
+}
+
+void sdk_log_loop(struct pepsi_worker *s, const char *id, const char *row_stage, const char *next)
+{
+    log_warning(s->stage, "message %s failed as a loop: more than MAX_HOPS (%d) hops, on its way from stage %s "
+                "to %s; its last stages are in last_error (pepsi.failed)", id, s->core->conf.max_hops,
+                row_stage, next ? next : "(none)");
+}
+
+/* Whether an advance, move or settings_apply answered 'loop' (issue 12). */
+static bool loop_outcome(const PGresult *res)
+{
+    return PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 && PQnfields(res) >= 1 &&
+           strcmp(PQgetvalue(res, 0, 0), "loop") == 0;
+}
+
+/* Room for the text[] of SDK_FUSION_DEPTH quoted stage names. */
+#define VIA_TEXT_MAX (SDK_FUSION_DEPTH * 68 + 4)
 
 static char *patch_text(const struct pepsi_outcome *out)
 {
@@ -136,22 +176,28 @@ int sdk_db_error(struct pepsi_worker *w, const struct pepsi_message *m, const ch
 }
 
 /* The SQL call for the outcome decided at stage s, the row being at
- * row_stage; sets *failed when the row is left failed (status 1). */
+ * row_stage, through the fused stages via; sets *failed when the row is
+ * left failed (status 1), *advancing when the call is an advance (which
+ * may answer 'loop'). */
 static PGresult *commit_call(struct pepsi_worker *s, const char *row_stage, const char *id,
-                             const struct pepsi_outcome *out, const struct pepsi_message *m, bool *failed)
+                             const struct pepsi_outcome *out, const struct sdk_via *via,
+                             const struct pepsi_message *m, bool *failed, bool *advancing)
 {
-    char ms[32];
+    char ms[32], hops[16], via_buf[VIA_TEXT_MAX];
     char *patch = patch_text(out);
     const char *next = out->next ? out->next : s->section->next;
+    const char *via_text = sdk_via_text(via, via ? via->n : 0, via_buf, sizeof via_buf);
     PGresult *res;
 
-    *failed = false;
+    *failed = *advancing = false;
+    snprintf(hops, sizeof hops, "%d", s->core->conf.max_hops);
     if (out->settings_changes && (out->kind == PEPSI_ADVANCE || out->kind == PEPSI_FINISH)) {
         /* A settings control message: the changes and the advance in one call. */
         char *changes = json_dumps(out->settings_changes, JSON_COMPACT);
         const char *p[] = {id, row_stage, out->kind == PEPSI_ADVANCE ? next : NULL, out->settings_address,
-                           changes};
-        res = sdk_exec_prepared(s, "settings_apply", 5, p);
+                           changes, via_text, hops};
+        res = sdk_exec_prepared(s, "settings_apply", 7, p);
+        *advancing = out->kind == PEPSI_ADVANCE && next != NULL;
         free(changes);
         free(patch);
         return res;
@@ -159,8 +205,9 @@ static PGresult *commit_call(struct pepsi_worker *s, const char *row_stage, cons
     switch (out->kind) {
     case PEPSI_ADVANCE:
         if (next) {
-            const char *p[] = {id, row_stage, next, patch};
-            res = sdk_exec_prepared(s, "advance", 4, p);
+            const char *p[] = {id, row_stage, next, patch, via_text, hops};
+            res = sdk_exec_prepared(s, "advance", 6, p);
+            *advancing = true;
             break;
         }
         /* no next stage: the message is done */
@@ -193,13 +240,21 @@ static PGresult *commit_call(struct pepsi_worker *s, const char *row_stage, cons
 
 /* A fused stage that pauses, fails or hits a host error: the chain up to
  * it is committed first, the row moved to that stage, still running, so
- * that the error is handled there and a retry resumes there (D-115). */
-static int move_to(struct pepsi_worker *s, const char *row_stage, const char *id)
+ * that the error is handled there and a retry resumes there (D-115). The
+ * move counts the chain's hops (via: the fused stages, s the last of
+ * them); SDK_LOOP when it failed the message as a loop instead. */
+static int move_to(struct pepsi_worker *s, const char *row_stage, const char *id, const struct sdk_via *via)
 {
-    const char *p[] = {id, row_stage, s->stage};
-    PGresult *res = sdk_exec_prepared(s, "move", 3, p);
+    char hops[16], via_buf[VIA_TEXT_MAX];
+    snprintf(hops, sizeof hops, "%d", s->core->conf.max_hops);
+    const char *via_text = sdk_via_text(via, via && via->n > 0 ? via->n - 1 : 0, via_buf, sizeof via_buf);
+    const char *p[] = {id, row_stage, s->stage, via_text, hops};
+    PGresult *res = sdk_exec_prepared(s, "move", 5, p);
     int status = sdk_trouble_status(s, res);
-    if (status == 0 && PQresultStatus(res) != PGRES_TUPLES_OK) {
+    if (status == 0 && loop_outcome(res)) {
+        sdk_log_loop(s, id, row_stage, s->stage);
+        status = SDK_LOOP;
+    } else if (status == 0 && PQresultStatus(res) != PGRES_TUPLES_OK) {
         if (moved_on(res))
             log_warning(s->stage, "message %s moved on before its result was written", id);
         else
@@ -217,17 +272,20 @@ static bool ends_elsewhere(const struct pepsi_outcome *out)
 }
 
 int sdk_commit(struct pepsi_worker *s, const char *row_stage, const char *id,
-               const struct pepsi_outcome *out, const struct pepsi_message *m)
+               const struct pepsi_outcome *out, const struct sdk_via *via, const struct pepsi_message *m)
 {
-    bool failed;
+    bool failed, advancing;
     if (ends_elsewhere(out) && strcmp(row_stage, s->stage) != 0) {
-        int st = move_to(s, row_stage, id);
+        int st = move_to(s, row_stage, id, via);
         if (st != 0)
             return st == SDK_MOVED_ON ? 0 : st;
     }
-    PGresult *res = commit_call(s, row_stage, id, out, m, &failed);
+    PGresult *res = commit_call(s, row_stage, id, out, via, m, &failed, &advancing);
     int status = sdk_trouble_status(s, res);
-    if (status == 0 && PQresultStatus(res) != PGRES_TUPLES_OK) {
+    if (status == 0 && advancing && loop_outcome(res)) {
+        sdk_log_loop(s, id, row_stage, out->next ? out->next : s->section->next);
+        status = SDK_LOOP;
+    } else if (status == 0 && PQresultStatus(res) != PGRES_TUPLES_OK) {
         if (moved_on(res)) {
             log_warning(s->stage, "message %s moved on before its result was written: %s", id,
                         pgerr_message(s->core->conn, res));
