@@ -5,8 +5,10 @@
 #                   corpus and regression input (runner/fuzz/) once
 #   make check      everything CI runs: unit tests, the migration chain and
 #                   pgTAP, end-to-end tests against a real PostgreSQL
+#                   (installs the packages it needs first: scripts/deps)
 #   make run        a local cluster in .pepsi/, schema deployed, the runner
-#                   driving the example pipeline (conf/example.conf)
+#                   driving the example pipeline (conf/example.conf); installs
+#                   the packages it needs first (scripts/deps)
 #   make bench      benchmarks, one JSON object per line
 #   make deploy / revert   sqitch against the local cluster of `make run`
 #   make lint       cppcheck, shell syntax, generated files up to date
@@ -118,13 +120,22 @@ check-sql:
 check-e2e: all
 	PEPSI_BUILD=$(BUILD) scripts/test-e2e
 
-check: check-unit check-sql check-e2e
+# `make check` and `make run` install the packages they need first, as the
+# README says (scripts/deps: quick when all are there; needs root or sudo
+# only when one is missing). The build then runs in a sub-make, so that
+# the pkg-config flags above are read after the -dev packages are in.
+# `make` alone installs nothing.
+check:
+	scripts/deps
+	$(MAKE) check-unit check-sql check-e2e
 
 valgrind: all $(TESTS) $(REPLAYS)
 	PEPSI_VALGRIND=1 scripts/run-unit-tests $(TESTS) $(REPLAYS)
 	PEPSI_BUILD=$(BUILD) PEPSI_VALGRIND=1 scripts/test-e2e
 
-run: all
+run:
+	scripts/deps
+	$(MAKE) all
 	scripts/run
 
 deploy:

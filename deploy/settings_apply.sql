@@ -6,8 +6,9 @@
 begin;
 
 create function pepsi.settings_apply(p_id bigint, p_stage text, p_next text, p_address text,
-                                     p_changes jsonb)
-returns int
+                                     p_changes jsonb, p_via text[] default null,
+                                     p_max_hops int default 1000,
+                                     out changed int, out outcome text)
 language plpgsql
 security definer
 set search_path = pg_catalog, pepsi, pg_temp
@@ -17,7 +18,11 @@ as $$
 -- and the message advanced to p_next (finished when NULL).
 -- p_changes: [{"stage": "deliver", "option": "HEADERS", "value": "yes"},
 --             {"stage": "deliver", "option": "HEADERS", "value": null}]
--- (a NULL value deletes the override). Returns how many changed.
+-- (a NULL value deletes the override). Returns how many changed, and the
+-- outcome of the advance: 'ok', or 'loop' when it went past p_max_hops
+-- and failed the message as a loop instead (workqueue_advance, with
+-- p_via the stages fused before p_stage's decision; issue 12): the
+-- changes are kept then, and the worker answers non-zero.
 --
 -- Who may change what is decided here, from the row itself, not from
 -- what the worker says (issue 11): the message's authenticated origin
@@ -34,8 +39,9 @@ as $$
 declare
     v_user text;
     v_change record;
-    v_count int := 0;
 begin
+    changed := 0;
+    outcome := 'ok';
     if p_changes is null or jsonb_typeof(p_changes) <> 'array'
        or exists (select 1 from jsonb_array_elements(p_changes) c
                    where jsonb_typeof(c) <> 'object'
@@ -66,23 +72,22 @@ begin
                 using errcode = 'PX031';
         end if;
         if v_change.value is null then
-            v_count := v_count + pepsi.settings_delete(p_address, v_change.stage, v_change.option);
+            changed := changed + pepsi.settings_delete(p_address, v_change.stage, v_change.option);
         else
             perform pepsi.settings_put(p_address, v_change.stage, v_change.option, v_change.value,
                                        'user:' || v_user);
-            v_count := v_count + 1;
+            changed := changed + 1;
         end if;
     end loop;
     if p_next is null then
         perform pepsi.workqueue_finish(p_id, p_stage);
     else
-        perform pepsi.workqueue_advance(p_id, p_stage, p_next);
+        outcome := pepsi.workqueue_advance(p_id, p_stage, p_next, null, p_via, p_max_hops);
     end if;
-    return v_count;
 end
 $$;
 
-revoke all on function pepsi.settings_apply(bigint, text, text, text, jsonb) from public;
-grant execute on function pepsi.settings_apply(bigint, text, text, text, jsonb) to pepsi_worker;
+revoke all on function pepsi.settings_apply(bigint, text, text, text, jsonb, text[], int) from public;
+grant execute on function pepsi.settings_apply(bigint, text, text, text, jsonb, text[], int) to pepsi_worker;
 
 commit;

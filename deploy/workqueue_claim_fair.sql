@@ -3,6 +3,45 @@
 
 begin;
 
+-- The dispatcher's sender leads, kept where the claim can read them (issue
+-- 12; docs/fair-scheduling.md). The dispatcher owns the leads (D-48, in
+-- memory, runner/src/fair.c); this is their copy for the fair claim, which
+-- reads only the leads of its window's senders (at most 64 index probes a
+-- stage) instead of receiving every lead with every call. Written only by
+-- workqueue_claim_fair, from the leads that changed since the dispatcher's
+-- previous claim, so an idle dispatcher writes nothing. UNLOGGED: leads are
+-- soft state (a restart forgets them, D-56); a crash of PostgreSQL empties
+-- the table, which the claim notices (fair_stage) and reports as
+-- leads_lost, and the dispatcher sends every lead again.
+create unlogged table pepsi.fair_lead (
+    stage       text not null,
+    sender_key  text not null,
+    incarnation bigint not null,
+    v           float8 not null
+                constraint fair_lead_v_check check (v > '-Infinity' and v < 'Infinity'),
+    constraint fair_lead_pkey primary key (stage, sender_key)
+);
+comment on table pepsi.fair_lead is
+    'The dispatcher''s sender leads per stage (D-48), kept for workqueue_claim_fair by the claim itself (issue 12). The lead is (v - base) / scale with the stage''s base and scale passed by the claim; rows of another incarnation than the claim''s are ignored.';
+comment on column pepsi.fair_lead.incarnation is
+    'The dispatcher incarnation (pepsi.claim_incarnation) that wrote the row: p_claim_id >> 40 of its claim.';
+comment on column pepsi.fair_lead.v is
+    'The lead in the dispatcher''s frame: lead = (v - base) / scale, base and scale passed per stage by each claim.';
+
+-- Per stage, the incarnation whose leads fair_lead holds in full: set when
+-- a claim sends every lead of the stage (p_lead_sync). A stage missing
+-- here (PostgreSQL crashed and emptied both tables) or held by another
+-- incarnation (the dispatcher restarted) makes the claim answer leads_lost.
+create unlogged table pepsi.fair_stage (
+    stage       text not null,
+    incarnation bigint not null,
+    constraint fair_stage_pkey primary key (stage)
+);
+comment on table pepsi.fair_stage is
+    'Per stage, the dispatcher incarnation whose leads pepsi.fair_lead holds in full (issue 12); written by workqueue_claim_fair when it is sent every lead of the stage.';
+
+revoke all on table pepsi.fair_lead, pepsi.fair_stage from public;
+
 create function pepsi.workqueue_claim_fair(
     p_stages         text[],
     p_caps           int[],
@@ -16,9 +55,13 @@ create function pepsi.workqueue_claim_fair(
     p_now            timestamptz default now(),
     p_release_paused boolean default false,
     p_window_size    int default 64,
-    p_claim_id       bigint default null)
+    p_claim_id       bigint default null,
+    p_lead_base      float8[] default null,
+    p_lead_scale     float8[] default null,
+    p_lead_sync      boolean[] default null)
 returns table (workqueue_id bigint, stage text, sender_key text, fifo boolean,
-               window_next text, window_lap boolean, fifo_credit int, lead_floor float8)
+               window_next text, window_lap boolean, fifo_credit int, lead_floor float8,
+               leads_lost boolean)
 language plpgsql
 security definer
 set search_path = pg_catalog, pepsi, pg_temp
@@ -33,11 +76,35 @@ as $$
 --   p_stages, p_caps   the stages and their free capacity (cap 0: skipped).
 --   p_avg_usec         the stage's average worker time per message, > 0.
 --   p_lead_stages, p_lead_senders, p_lead_usec
---                      flat arrays of (stage, sender_key, lead in µs): the
---                      dispatcher's leads. A sender with no entry has lead
---                      0, level with the least served (D-54). A repeated
---                      (stage, sender) counts with its largest lead. NULL
---                      arrays are empty arrays.
+--                      flat arrays of (stage, sender_key, v): leads, each
+--                      read as (v - base) / scale of its stage (below), in
+--                      µs. A repeated (stage, sender) counts with its
+--                      largest v. NULL arrays are empty arrays. What they
+--                      hold depends on p_claim_id:
+--                      - without a claim id, every lead there is: a sender
+--                        with no entry has lead 0, level with the least
+--                        served (D-54), and nothing is kept;
+--                      - with a claim id (the dispatcher), the leads that
+--                        changed since its previous claim: each is kept in
+--                        pepsi.fair_lead for the dispatcher's incarnation
+--                        (p_claim_id >> 40) before the claim reads it, or
+--                        deleted when it is worth less than half the
+--                        stage's average (forgotten, D-56); the claim reads
+--                        the kept lead of each sender of its window, and a
+--                        kept lead under half the average counts as 0. Then
+--                        every lead stage must be one of p_stages.
+--   p_lead_base, p_lead_scale
+--                      per stage: the dispatcher's frame (runner/src/fair.c:
+--                      leads decay by halving without rewriting v). NULL
+--                      (the array or an entry): base 0, scale 1, i.e. v is
+--                      the lead. scale must be finite and > 0.
+--   p_lead_sync        per stage, with a claim id: true when the lead
+--                      arrays hold every lead of the stage; the stage's
+--                      other kept leads are deleted and the stage is marked
+--                      held in full by this incarnation (pepsi.fair_stage).
+--                      The dispatcher sends it at its first lead, after a
+--                      lost or failed claim, after leads_lost, and when it
+--                      moves its frame. NULL: false.
 --   p_fifo_percent     FAIR_FIFO_PERCENT, 0..100 (D-57).
 --   p_window_after     where each stage's sender window starts (exclusive):
 --                      the window_next returned for that stage last time;
@@ -46,7 +113,8 @@ as $$
 --                      0..99: the fifo_credit returned last time; NULL (the
 --                      array or an entry) counts as 99: the share rounds up.
 --   p_now, p_release_paused, p_claim_id   as in workqueue_claim (claimed_at,
---                      the paused rows' clock; D-93; the claim's id).
+--                      the paused rows' clock; D-93; the claim's id, which
+--                      also names the kept leads, above).
 --   p_window_size      at most this many senders per stage per claim, 1..64
 --                      (D-60: 64). Senders cost index probes, the main cost
 --                      of a claim when many wait: a dispatcher claiming a
@@ -105,25 +173,40 @@ as $$
 --                 a part of the senders, the dispatcher keeps the smallest
 --                 lead_floor from one lap to the next and subtracts that at
 --                 the lap (fair_level in runner/src/fair.c).
+--   leads_lost    with a claim id, true when this call did not sync the
+--                 stage and pepsi.fair_stage does not say the stage's leads
+--                 are held in full by this incarnation: the kept leads
+--                 were lost (PostgreSQL crashed: the tables are UNLOGGED)
+--                 or never sent; this claim ranked with what it found and
+--                 the dispatcher should sync the stage next time.
 -- A stage that returns no row had nothing pending: its state stays as it
 -- was.
 -- The statement is planned once per session (plan_cache_mode): stages,
 -- senders and limits reach every scan as LATERAL parameters, so a custom
 -- plan would know nothing more, and planning costs more than a claim.
+-- Besides the claim, one statement for all stages (D-58), the call writes
+-- the kept leads it was sent (two statements that touch nothing when no
+-- lead changed: an idle dispatcher's heartbeat writes nothing, D-139).
 -- Raises PX003 when the per-stage arrays or the lead arrays differ in
 -- length, a stage is listed twice, a cap is NULL or < 0, an average is not
 -- a finite number > 0, a lead is NULL or not finite, a lead stage or sender
--- is NULL, p_fifo_percent is outside 0..100, a credit outside 0..99,
--- p_window_size outside 1..64, or p_now is NULL.
--- Tables: workqueue (update).
+-- is NULL, a kept lead's stage is not in p_stages, a base is not finite, a
+-- scale is not a finite number > 0, p_fifo_percent is outside 0..100, a
+-- credit outside 0..99, p_window_size outside 1..64, or p_now is NULL.
+-- Tables: workqueue (update), fair_lead and fair_stage (read, written
+-- with a claim id).
 #variable_conflict use_column
 declare
     v_n int := cardinality(p_stages);
+    v_inc bigint := p_claim_id >> 40;   -- the kept leads' incarnation; NULL: none kept
 begin
     if v_n is distinct from cardinality(p_caps) or v_n is distinct from cardinality(p_avg_usec)
        or (p_window_after is not null and cardinality(p_window_after) <> v_n)
-       or (p_fifo_credit is not null and cardinality(p_fifo_credit) <> v_n) then
-        raise exception 'stages, caps, averages, window and credit arrays differ in length'
+       or (p_fifo_credit is not null and cardinality(p_fifo_credit) <> v_n)
+       or (p_lead_base is not null and cardinality(p_lead_base) <> v_n)
+       or (p_lead_scale is not null and cardinality(p_lead_scale) <> v_n)
+       or (p_lead_sync is not null and cardinality(p_lead_sync) <> v_n) then
+        raise exception 'stages, caps, averages, window, credit, base, scale and sync arrays differ in length'
             using errcode = 'PX003';
     end if;
     if array_position(p_caps, null) is not null or 0 > any (p_caps) then
@@ -141,6 +224,15 @@ begin
                        and 'Infinity'::float8 > all (p_lead_usec), true) then
         raise exception 'lead stages, senders and leads must be arrays of one length, without NULLs or infinities'
             using errcode = 'PX003';
+    end if;
+    if not coalesce('-Infinity'::float8 < all (p_lead_base) and 'Infinity'::float8 > all (p_lead_base), true) then
+        raise exception 'lead bases must be finite' using errcode = 'PX003';
+    end if;
+    if not coalesce(0 < all (p_lead_scale) and 'Infinity'::float8 > all (p_lead_scale), true) then
+        raise exception 'lead scales must be finite and greater than zero' using errcode = 'PX003';
+    end if;
+    if v_inc is not null and p_lead_stages is not null and not (p_lead_stages <@ p_stages) then
+        raise exception 'a kept lead must belong to one of the stages' using errcode = 'PX003';
     end if;
     if p_fifo_percent is null or p_fifo_percent not between 0 and 100 then
         raise exception 'fifo percent must be between 0 and 100' using errcode = 'PX003';
@@ -163,13 +255,54 @@ begin
          where w.status = 'paused' and w.timeout <= p_now;
     end if;
 
+    -- The kept leads (with a claim id): a synced stage keeps only what this
+    -- call sends; each lead sent is kept, or deleted when worth less than
+    -- half an average message (D-56). Nothing runs when nothing changed.
+    if v_inc is not null and true = any (p_lead_sync) then
+        delete from pepsi.fair_lead f
+         using unnest(p_stages, p_lead_sync) as s(stage, sync)
+         where s.sync and f.stage = s.stage
+           and not exists (select 1 from unnest(p_lead_stages, p_lead_senders) as l(stage, sender)
+                            where l.stage = f.stage and l.sender = f.sender_key);
+        insert into pepsi.fair_stage as m (stage, incarnation)
+        select s.stage, v_inc from unnest(p_stages, p_lead_sync) as s(stage, sync) where s.sync
+            on conflict (stage) do update set incarnation = excluded.incarnation;
+    end if;
+    if v_inc is not null and cardinality(p_lead_stages) > 0 then
+        with l as (
+            select l.stage, l.sender, max(l.v) as v
+              from unnest(p_lead_stages, p_lead_senders, p_lead_usec) as l(stage, sender, v)
+             group by l.stage, l.sender
+        ),
+        k as (
+            select l.stage, l.sender, l.v,
+                   (l.v - coalesce(s.base, 0)) / coalesce(s.scale, 1) >= s.avg_usec / 2 as keep
+              from l join unnest(p_stages, p_avg_usec, p_lead_base, p_lead_scale)
+                          as s(stage, avg_usec, base, scale) on s.stage = l.stage
+        ),
+        gone as (
+            delete from pepsi.fair_lead f using k
+             where not k.keep and f.stage = k.stage and f.sender_key = k.sender
+        )
+        insert into pepsi.fair_lead as f (stage, sender_key, incarnation, v)
+        select k.stage, k.sender, v_inc, k.v from k where k.keep
+            on conflict (stage, sender_key) do update set incarnation = excluded.incarnation, v = excluded.v;
+    end if;
+
     return query
     with recursive
     -- The stages with free capacity.
+    -- The stages with free capacity, their frames, and whether their kept
+    -- leads are lost (leads_lost).
     st as (
-        select s.ord::int as ord, s.stage, s.cap, s.avg_usec, s.after, coalesce(s.credit, 99) as credit
-          from unnest(p_stages, p_caps, p_avg_usec, p_window_after, p_fifo_credit)
-               with ordinality as s(stage, cap, avg_usec, after, credit, ord)
+        select s.ord::int as ord, s.stage, s.cap, s.avg_usec, s.after, coalesce(s.credit, 99) as credit,
+               coalesce(s.base, 0) as base, coalesce(s.scale, 1) as scale,
+               v_inc is not null and not coalesce(s.sync, false)
+                 and not exists (select 1 from pepsi.fair_stage m
+                                  where m.stage = s.stage and m.incarnation = v_inc) as lost
+          from unnest(p_stages, p_caps, p_avg_usec, p_window_after, p_fifo_credit, p_lead_base, p_lead_scale,
+                      p_lead_sync)
+               with ordinality as s(stage, cap, avg_usec, after, credit, base, scale, sync, ord)
          where s.cap > 0
     ),
     -- 1. The window, by a batched skip-scan of workqueue_pending_sender_idx.
@@ -252,22 +385,33 @@ begin
                             group by b.sender_key) g) f
          where w.last and w.n < p_window_size
     ),
+    -- The leads passed in, without a claim id (with one they are kept).
     leads as (
-        select l.stage, l.sender, max(l.lead_usec) as lead_usec
-          from unnest(p_lead_stages, p_lead_senders, p_lead_usec) as l(stage, sender, lead_usec)
+        select l.stage, l.sender, max(l.v) as v
+          from unnest(p_lead_stages, p_lead_senders, p_lead_usec) as l(stage, sender, v)
+         where v_inc is null
          group by l.stage, l.sender
     ),
     -- The window's senders (n = 1 .. p_window_size within the stage), their
-    -- oldest rows read so far, whether that is all of them, their leads.
+    -- oldest rows read so far, whether that is all of them, their leads:
+    -- passed in, or kept (one probe of fair_lead_pkey per sender; a kept
+    -- lead under half an average is forgotten, D-56).
     ws as (
         select w.ord, w.n, w.sender, w.ids, not w.last as complete, w.wrapped,
-               coalesce(l.lead_usec, 0) as lead_usec
+               case when v_inc is null then coalesce((l.v - st.base) / st.scale, 0)
+                    when (k.v - st.base) / st.scale >= st.avg_usec / 2 then (k.v - st.base) / st.scale
+                    else 0 end as lead_usec
           from (select win1.ord, win1.stage, win1.n, win1.sender, win1.ids, win1.last, false as wrapped
                   from win1 where win1.n <= p_window_size
                 union all
                 select win2.ord, win2.stage, win2.n, win2.sender, win2.ids, win2.last, true
                   from win2 where win2.n <= p_window_size) w
+               join st on st.ord = w.ord
                left join leads l on l.stage = w.stage and l.sender = w.sender
+               left join lateral (
+                   select f.v from pepsi.fair_lead f
+                    where v_inc is not null and f.stage = w.stage and f.sender_key = w.sender
+                      and f.incarnation = v_inc) k on true
     ),
     -- Per stage: the lead floor, the window's state, and what the bound R
     -- of step 3 needs: c and the c-th smallest lead.
@@ -335,7 +479,7 @@ begin
     ),
     -- 4. The FIFO share of the n slots, and the credit carried over.
     share as (
-        select st.ord, st.stage, st.cap, sb.window_next, sb.window_lap, sb.lead_floor,
+        select st.ord, st.stage, st.cap, sb.window_next, sb.window_lap, sb.lead_floor, st.lost,
                (st.credit + least(x.n, st.cap) * p_fifo_percent) / 100 as f,
                (st.credit + least(x.n, st.cap) * p_fifo_percent) % 100 as credit_next
           from (select cand.ord, count(*)::int as n from cand group by cand.ord) x
@@ -371,7 +515,7 @@ begin
         returning w.workqueue_id, w.stage, w.sender_key
     )
     select c.workqueue_id, c.stage, c.sender_key, pick.fifo,
-           share.window_next, share.window_lap, share.credit_next, share.lead_floor
+           share.window_next, share.window_lap, share.credit_next, share.lead_floor, share.lost
       from claimed c
            join pick on pick.id = c.workqueue_id
            join share on share.ord = pick.ord
@@ -380,8 +524,10 @@ end
 $$;
 
 revoke all on function pepsi.workqueue_claim_fair(text[], int[], float8[], text[], text[], float8[], int, text[],
-                                                  int[], timestamptz, boolean, int, bigint) from public;
+                                                  int[], timestamptz, boolean, int, bigint, float8[], float8[],
+                                                  boolean[]) from public;
 grant execute on function pepsi.workqueue_claim_fair(text[], int[], float8[], text[], text[], float8[], int, text[],
-                                                     int[], timestamptz, boolean, int, bigint) to pepsi_runner;
+                                                     int[], timestamptz, boolean, int, bigint, float8[], float8[],
+                                                     boolean[]) to pepsi_runner;
 
 commit;

@@ -3,8 +3,9 @@
 
 begin;
 
-create function pepsi.workqueue_move(p_id bigint, p_from text, p_to text)
-returns void
+create function pepsi.workqueue_move(p_id bigint, p_from text, p_to text, p_via text[] default null,
+                                     p_max_hops int default 1000)
+returns text
 language plpgsql
 security definer
 set search_path = pg_catalog, pepsi, pg_temp
@@ -14,21 +15,33 @@ as $$
 -- stage it was claimed at to that stage, still running, so that the error
 -- is handled there (its MAX_LIFETIME, its BOUNCE_STAGE) and a retry
 -- resumes there instead of repeating the stages before it. The caller's
--- next call records the pause or failure at p_to. Strikes count per stage
--- and are cleared, as an advance clears them.
--- Raises PX001 (p_to), PX004/PX005. Tables: workqueue (update).
+-- next call records the pause or failure at p_to. The move is a chain of
+-- hops like an advance (p_via: the stages fused between p_from and p_to)
+-- and goes through the same hop rule (workqueue_hop, issue 12): strikes
+-- are cleared (they count per stage), and past p_max_hops the message
+-- fails as a 'loop' at p_from instead of moving.
+-- Returns 'ok' (moved, still running) or 'loop' (failed: the caller
+-- records nothing more and answers non-zero).
+-- Raises PX001 (p_to, or a stage in p_via), PX003 (p_max_hops out of
+-- range), PX004/PX005. Tables: workqueue (update).
+declare
+    v_status pepsi.workqueue_status;
 begin
-    perform pepsi.stage_check(p_to);
+    perform pepsi.stage_check(p_to), pepsi.workqueue_hop_check(p_via, p_max_hops);
     update pepsi.workqueue w
-       set stage = p_to, state = w.state - 'strikes'
-     where w.workqueue_id = p_id and w.status = 'running' and w.stage = p_from;
+       set (stage, status, state) = (select h.o_stage, h.o_status, h.o_state
+                                       from pepsi.workqueue_hop(w.state, null, w.stage, p_via, p_to,
+                                                                'running', p_max_hops) h)
+     where w.workqueue_id = p_id and w.status = 'running' and w.stage = p_from
+    returning w.status into v_status;
     if not found then
         perform pepsi.workqueue_refuse(p_id, p_from);
     end if;
+    return case v_status when 'failed' then 'loop' else 'ok' end;
 end
 $$;
 
-revoke all on function pepsi.workqueue_move(bigint, text, text) from public;
-grant execute on function pepsi.workqueue_move(bigint, text, text) to pepsi_worker;
+revoke all on function pepsi.workqueue_move(bigint, text, text, text[], int) from public;
+grant execute on function pepsi.workqueue_move(bigint, text, text, text[], int) to pepsi_worker;
 
 commit;

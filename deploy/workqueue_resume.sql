@@ -18,9 +18,10 @@ as $$
 -- their stage, chosen by ids and/or by filter (stage, failure class,
 -- tube, statuses; all given filters must match). At least one of ids,
 -- stage, failure class or tube is required, so that a bare call cannot
--- resume the whole queue by accident. The strike count, failure class and
--- failed stage are cleared (the message starts afresh); last_error stays
--- as history. Running rows are never touched. NOTIFY workqueue once when
+-- resume the whole queue by accident. The strike count, failure class,
+-- failed stage and hop count (state.hops, state.hop_path: a message failed
+-- as a loop gets MAX_HOPS hops again, issue 12) are cleared (the message
+-- starts afresh); last_error stays as history. Running rows are never touched. NOTIFY workqueue once when
 -- anything moved (D-33). Returns how many rows moved.
 -- Raises PX003 (no selector, or a status that cannot be resumed).
 -- Tables: workqueue (update).
@@ -37,7 +38,7 @@ begin
     end if;
     update pepsi.workqueue w
        set status = 'pending', timeout = null,
-           state = w.state - 'strikes' - 'failure_class' - 'failed_stage'
+           state = w.state - 'strikes' - 'failure_class' - 'failed_stage' - 'hops' - 'hop_path'
      where w.status = any(p_statuses)
        and (p_ids is null or w.workqueue_id = any(p_ids))
        and (p_stage is null or w.stage = p_stage)

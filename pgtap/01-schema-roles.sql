@@ -38,7 +38,7 @@ select ok(not has_function_privilege('public', 'pepsi.workqueue_claim(text[], in
           'PUBLIC cannot execute workqueue_claim');
 select ok(not has_function_privilege('public', 'pepsi.workqueue_inject(text, bytea, text, text, text[], text, inet, jsonb, text, text, text, timestamptz)', 'execute'),
           'PUBLIC cannot execute workqueue_inject');
-select ok(not has_function_privilege('public', 'pepsi.workqueue_advance(bigint, text, text, jsonb)', 'execute'),
+select ok(not has_function_privilege('public', 'pepsi.workqueue_advance(bigint, text, text, jsonb, text[], int)', 'execute'),
           'PUBLIC cannot execute workqueue_advance');
 select ok(not has_function_privilege('public', 'pepsi.stats_flush(int, jsonb, jsonb, timestamptz)', 'execute'),
           'PUBLIC cannot execute stats_flush');
@@ -113,7 +113,7 @@ reset role;
 
 -- pepsi_worker --------------------------------------------------------------
 
-select ok(has_function_privilege('pepsi_worker', 'pepsi.workqueue_advance(bigint, text, text, jsonb)', 'execute'),
+select ok(has_function_privilege('pepsi_worker', 'pepsi.workqueue_advance(bigint, text, text, jsonb, text[], int)', 'execute'),
           'D-74: pepsi_worker can execute workqueue_advance');
 select ok(has_function_privilege('pepsi_worker', 'pepsi.workqueue_finish(bigint, text)', 'execute'),
           'D-75: pepsi_worker can execute workqueue_finish');
@@ -208,7 +208,7 @@ select ok(has_function_privilege('pepsi_worker', 'pepsi.workqueue_inject(text, b
           'pepsi_worker can inject too (stages that generate messages)');
 select ok(not has_function_privilege('pepsi_ingress', 'pepsi.workqueue_claim(text[], int[], timestamptz, boolean, bigint)', 'execute'),
           'D-39: pepsi_ingress cannot execute workqueue_claim');
-select ok(not has_function_privilege('pepsi_ingress', 'pepsi.workqueue_advance(bigint, text, text, jsonb)', 'execute')
+select ok(not has_function_privilege('pepsi_ingress', 'pepsi.workqueue_advance(bigint, text, text, jsonb, text[], int)', 'execute')
           and not has_function_privilege('pepsi_ingress', 'pepsi.workqueue_finish(bigint, text)', 'execute'),
           'pepsi_ingress cannot execute stage results (advance, finish)');
 select ok(not has_table_privilege('pepsi_ingress', 'pepsi.workqueue', 'select')

@@ -7,23 +7,27 @@
 -- calls. The clock is p_now, never slept.
 
 begin;
-select plan(97);
+select plan(117);
 
 select has_function('pepsi', 'workqueue_claim_fair',
                     array['text[]', 'integer[]', 'double precision[]', 'text[]', 'text[]', 'double precision[]',
-                          'integer', 'text[]', 'integer[]', 'timestamp with time zone', 'boolean', 'integer', 'bigint'],
-                    'workqueue_claim_fair(stages, caps, avg_usec, lead stages, lead senders, leads, fifo percent, window, credit, now, release_paused, window size, claim id) exists');
+                          'integer', 'text[]', 'integer[]', 'timestamp with time zone', 'boolean', 'integer', 'bigint',
+                          'double precision[]', 'double precision[]', 'boolean[]'],
+                    'workqueue_claim_fair(stages, caps, avg_usec, lead stages, lead senders, leads, fifo percent, window, credit, now, release_paused, window size, claim id, lead base, lead scale, lead sync) exists');
 select function_privs_are('pepsi', 'workqueue_claim_fair',
                           array['text[]', 'integer[]', 'double precision[]', 'text[]', 'text[]', 'double precision[]',
-                                'integer', 'text[]', 'integer[]', 'timestamp with time zone', 'boolean', 'integer', 'bigint'],
+                                'integer', 'text[]', 'integer[]', 'timestamp with time zone', 'boolean', 'integer', 'bigint',
+                                'double precision[]', 'double precision[]', 'boolean[]'],
                           'pepsi_runner', array['EXECUTE'], 'pepsi_runner may call workqueue_claim_fair');
 select function_privs_are('pepsi', 'workqueue_claim_fair',
                           array['text[]', 'integer[]', 'double precision[]', 'text[]', 'text[]', 'double precision[]',
-                                'integer', 'text[]', 'integer[]', 'timestamp with time zone', 'boolean', 'integer', 'bigint'],
+                                'integer', 'text[]', 'integer[]', 'timestamp with time zone', 'boolean', 'integer', 'bigint',
+                                'double precision[]', 'double precision[]', 'boolean[]'],
                           'pepsi_worker', array[]::text[], 'pepsi_worker may not call workqueue_claim_fair (D-39)');
 
 create temp table claimed (call int, workqueue_id bigint, stage text, sender_key text, fifo boolean,
-                           window_next text, window_lap boolean, fifo_credit int, lead_floor float8, pos serial);
+                           window_next text, window_lap boolean, fifo_credit int, lead_floor float8, leads_lost boolean,
+                           pos serial);
 
 -- Rows of a sender: n rows at p_stage, sender_key 'user:' || p_user.
 create function pg_temp.queue(p_stage text, p_user text, p_n int)
@@ -51,6 +55,7 @@ $$;
 create temp table sim_lead (stage text, sender text, lead float8, primary key (stage, sender));
 create temp table sim_state (stage text primary key, after text, credit int, acc float8);
 create temp table sim_cost (sender text primary key, usec float8);
+create temp table xstats_k (n bigint);
 
 create function pg_temp.sim_claim(p_call int, p_stage text, p_cap int, p_avg float8, p_percent int,
                                   p_rotate boolean default true)
@@ -65,7 +70,7 @@ begin
       into v_ls, v_lsend, v_lead
       from sim_lead l where l.stage = p_stage;
     select s.after, s.credit, s.acc into v_after, v_credit, v_acc from sim_state s where s.stage = p_stage;
-    insert into claimed (call, workqueue_id, stage, sender_key, fifo, window_next, window_lap, fifo_credit, lead_floor)
+    insert into claimed (call, workqueue_id, stage, sender_key, fifo, window_next, window_lap, fifo_credit, lead_floor, leads_lost)
     select p_call, c.*
       from pepsi.workqueue_claim_fair(array[p_stage], array[p_cap], array[p_avg], v_ls, v_lsend, v_lead, p_percent,
                                       array[v_after], array[v_credit]) c;
@@ -109,7 +114,7 @@ select array_agg(workqueue_id order by stage, workqueue_id) as plain_ids
   from pepsi.workqueue_claim('{one,two}', '{7,3}') \gset
 rollback to savepoint plain;
 
-insert into claimed (call, workqueue_id, stage, sender_key, fifo, window_next, window_lap, fifo_credit, lead_floor)
+insert into claimed (call, workqueue_id, stage, sender_key, fifo, window_next, window_lap, fifo_credit, lead_floor, leads_lost)
 select 1, * from pepsi.workqueue_claim_fair('{one,two}', '{7,3}', '{1000,1000}', '{}', '{}', '{}');
 select is((select array_agg(workqueue_id order by stage, workqueue_id) from claimed where call = 1), :'plain_ids'::bigint[],
           'D-53: with one sender per stage the fair claim takes exactly the rows of the plain claim (oldest first)');
@@ -149,7 +154,7 @@ select pg_temp.ids('r', 'a') as ra, pg_temp.ids('r', 'b') as rb, pg_temp.ids('r'
 -- Expected by hand, avg 1000, k from 0:
 --   a: 0, 1000, 2000, 3000, 4000    b: 2500, 3500, 4500, 5500, 6500    c: 0, 1000, 2000
 -- order (ties by workqueue_id): a1 c1 | a2 c2 | a3 c3 | b1 | a4 | b2 | a5
-insert into claimed (call, workqueue_id, stage, sender_key, fifo, window_next, window_lap, fifo_credit, lead_floor)
+insert into claimed (call, workqueue_id, stage, sender_key, fifo, window_next, window_lap, fifo_credit, lead_floor, leads_lost)
 select 2, * from pepsi.workqueue_claim_fair('{r}', '{9}', '{1000}', '{r,r}', '{user:a,user:b}', '{0,2500}', 0);
 select is((select array_agg(workqueue_id order by pos) from claimed where call = 2),
           array[(:'ra'::bigint[])[1], (:'rc'::bigint[])[1], (:'ra'::bigint[])[2], (:'rc'::bigint[])[2],
@@ -216,14 +221,14 @@ rollback to savepoint ref;
 
 select pg_temp.queue('t', 'many', 1000) is not null as x \gset
 select pg_temp.queue('t', 'single', 1) is not null as x \gset
-insert into claimed (call, workqueue_id, stage, sender_key, fifo, window_next, window_lap, fifo_credit, lead_floor)
+insert into claimed (call, workqueue_id, stage, sender_key, fifo, window_next, window_lap, fifo_credit, lead_floor, leads_lost)
 select 3, * from pepsi.workqueue_claim_fair('{t}', '{2}', '{1000}', '{}', '{}', '{}', 0);
 select is((select array_agg(sender_key order by sender_key) from claimed where call = 3), '{user:many,user:single}'::text[],
           'D-53: a sender with 1,000 waiting rows and one with a single row are both served in the same claim (cap 2)');
 select is((select workqueue_id from claimed where call = 3 and sender_key = 'user:many'), (pg_temp.ids('t', 'many'))[1],
           'D-53: ... the big sender with its oldest row');
 update pepsi.workqueue set status = 'pending', claimed_at = null where stage = 't';
-insert into claimed (call, workqueue_id, stage, sender_key, fifo, window_next, window_lap, fifo_credit, lead_floor)
+insert into claimed (call, workqueue_id, stage, sender_key, fifo, window_next, window_lap, fifo_credit, lead_floor, leads_lost)
 select 4, * from pepsi.workqueue_claim_fair('{t}', '{2}', '{1000}', '{}', '{}', '{}');
 select is((select array_agg(sender_key || ':' || fifo order by pos) from claimed where call = 4),
           '{user:many:true,user:single:false}'::text[],
@@ -312,7 +317,7 @@ select count(*) >= 0 as x from (
 select array_agg(s order by s) as w_senders from (select distinct sender_key s from pepsi.workqueue where stage = 'w') d \gset
 
 savepoint win;
-insert into claimed (call, workqueue_id, stage, sender_key, fifo, window_next, window_lap, fifo_credit, lead_floor)
+insert into claimed (call, workqueue_id, stage, sender_key, fifo, window_next, window_lap, fifo_credit, lead_floor, leads_lost)
 select 3001, * from pepsi.workqueue_claim_fair('{w}', '{200}', '{1000}', '{}', '{}', '{}', 0);
 select is((select count(distinct sender_key) from claimed where call = 3001), 64::bigint,
           'D-60: one claim considers at most 64 senders (cap 200 > 64 senders x 2 rows: 128 rows of 64 senders)');
@@ -321,7 +326,7 @@ select is((select array_agg(distinct sender_key order by sender_key) from claime
 select is((select array_agg(distinct window_next) from claimed where call = 3001), array[(:'w_senders'::text[])[64]],
           'D-60: window_next is the window''s 64th sender');
 rollback to savepoint win;
-insert into claimed (call, workqueue_id, stage, sender_key, fifo, window_next, window_lap, fifo_credit, lead_floor)
+insert into claimed (call, workqueue_id, stage, sender_key, fifo, window_next, window_lap, fifo_credit, lead_floor, leads_lost)
 select 3002, * from pepsi.workqueue_claim_fair('{w}', '{200}', '{1000}', '{}', '{}', '{}', 0, array['user:w180']);
 select is((select array_agg(distinct sender_key order by sender_key) from claimed where call = 3002),
           (:'w_senders'::text[])[1:45] || (:'w_senders'::text[])[182:200],
@@ -329,12 +334,12 @@ select is((select array_agg(distinct sender_key order by sender_key) from claime
 select is((select array_agg(distinct window_next) from claimed where call = 3002), array[(:'w_senders'::text[])[45]],
           'D-60: ... window_next after a wrap is the 64th sender of the window (w044)');
 rollback to savepoint win;
-insert into claimed (call, workqueue_id, stage, sender_key, fifo, window_next, window_lap, fifo_credit, lead_floor)
+insert into claimed (call, workqueue_id, stage, sender_key, fifo, window_next, window_lap, fifo_credit, lead_floor, leads_lost)
 select 3003, * from pepsi.workqueue_claim_fair('{w}', '{400}', '{1000}', '{}', '{}', '{}', 0, array['user:w169']);
 select is((select count(distinct sender_key) from claimed where call = 3003), 64::bigint,
           'D-60: a window that starts late still takes 64 senders');
 rollback to savepoint win;
-insert into claimed (call, workqueue_id, stage, sender_key, fifo, window_next, window_lap, fifo_credit, lead_floor)
+insert into claimed (call, workqueue_id, stage, sender_key, fifo, window_next, window_lap, fifo_credit, lead_floor, leads_lost)
 select 3004, * from pepsi.workqueue_claim_fair('{w}', '{200}', '{1000}', '{}', '{}', '{}', 0, array['user:w190'], null,
                                               now(), false, 20);
 select is((select array_agg(distinct sender_key order by sender_key) from claimed where call = 3004),
@@ -344,7 +349,7 @@ select row_eq($$select distinct window_next, window_lap from claimed where call 
               row((:'w_senders'::text[])[11], true),
               'D-60: ... window_next is its 20th sender; window_lap: it passed the end of the sender order');
 rollback to savepoint win;
-insert into claimed (call, workqueue_id, stage, sender_key, fifo, window_next, window_lap, fifo_credit, lead_floor)
+insert into claimed (call, workqueue_id, stage, sender_key, fifo, window_next, window_lap, fifo_credit, lead_floor, leads_lost)
 select 3005, * from pepsi.workqueue_claim_fair('{w}', '{200}', '{1000}', '{}', '{}', '{}', 0, null, null, now(), false, 1);
 select row_eq($$select count(*), min(sender_key), bool_and(window_next = sender_key), bool_or(window_lap) from claimed where call = 3005$$,
               row(2::bigint, (:'w_senders'::text[])[1], true, false),
@@ -384,6 +389,122 @@ select is((select c.sender_key from pepsi.workqueue_claim_fair('{r}', '{1}', '{1
 select is((select c.sender_key from pepsi.workqueue_claim_fair('{r}', '{1}', '{1000}', '{r,r}',
                                                               '{user:a,user:c}', '{3000,2000}', 0) c),
           'user:b', 'D-54: a waiting sender without a lead entry is level with the least served (lead 0), ahead of leads');
+
+-- Kept leads: every sender with a lead ranks by it, past 256 senders too (issue 12) -------------
+
+-- Stage k: 10,000 waiting senders k00000..k09999, one row each, queued in
+-- an order unlike the sender order; sender i has the lead
+-- 2000 + 10 * ((i * 7919 + 5000) % 10000) µs, all distinct, the smallest
+-- (2000) is k05000's, the 5,001st sender. The dispatcher of incarnation 7
+-- sends them all at once (p_lead_sync, cap 0: nothing claimed), as it does
+-- at its first leads; claims after that pass no lead at all.
+insert into pepsi.workqueue (stage, origin_user)
+select 'k', 'k' || lpad(i::text, 5, '0') from generate_series(0, 9999) i order by md5(i::text);
+create temp table k_lead as
+select 'user:k' || lpad(i::text, 5, '0') as sender, 2000 + 10 * ((i * 7919 + 5000) % 10000)::float8 as lead
+  from generate_series(0, 9999) i;
+select (7::bigint << 40) + 1 as k_claim, (8::bigint << 40) + 1 as k_claim8 \gset
+select is((select count(*) from pepsi.workqueue_claim_fair('{k}', '{0}', '{1000}',
+                                                          (select array_agg('k'::text) from k_lead),
+                                                          (select array_agg(sender) from k_lead),
+                                                          (select array_agg(lead) from k_lead), 0, null, null, now(), false,
+                                                          64, :k_claim, null, null, '{t}')),
+          0::bigint, 'issue 12: a call with cap 0 claims nothing but keeps the 10,000 leads it was sent');
+select row_eq($$select count(*), min(incarnation), max(incarnation) from pepsi.fair_lead where stage = 'k'$$,
+              row(10000::bigint, 7::bigint, 7::bigint),
+              'issue 12: pepsi.fair_lead holds the 10,000 leads, for incarnation 7 (p_claim_id >> 40)');
+select is((select incarnation from pepsi.fair_stage where stage = 'k'), 7::bigint,
+          'issue 12: the synced stage is marked held in full by incarnation 7 (pepsi.fair_stage)');
+
+savepoint kept;
+-- The window: the 64 senders after k04979 (k04980..k05043), all past the 256th.
+insert into claimed (call, workqueue_id, stage, sender_key, fifo, window_next, window_lap, fifo_credit, lead_floor, leads_lost)
+select 4001, * from pepsi.workqueue_claim_fair('{k}', '{1}', '{1000}', '{}', '{}', '{}', 0, '{user:k04979}', null, now(),
+                                              false, 64, :k_claim + 1);
+select row_eq($$select sender_key, lead_floor, window_next, leads_lost from claimed where call = 4001$$,
+              row('user:k05000'::text, 2000::float8, 'user:k05043'::text, false),
+              'issue 12, D-53: 10,000 waiting senders with distinct kept leads: the claim takes first the sender with the smallest lead (k05000, the 5,001st sender), its lead the floor');
+rollback to savepoint kept;
+insert into claimed (call, workqueue_id, stage, sender_key, fifo, window_next, window_lap, fifo_credit, lead_floor, leads_lost)
+select 4002, * from pepsi.workqueue_claim_fair('{k}', '{64}', '{1000}', '{}', '{}', '{}', 0, '{user:k04979}', null, now(),
+                                              false, 64, :k_claim + 2);
+select is((select array_agg(c.sender_key order by c.pos) from claimed c where c.call = 4002),
+          (select array_agg(l.sender order by l.lead) from k_lead l where l.sender between 'user:k04980' and 'user:k05043'),
+          'issue 12, D-53: cap 64 over that window: every one of its 64 senders (past the 256th) is claimed in the order of its kept lead');
+rollback to savepoint kept;
+select is((select c.sender_key from pepsi.workqueue_claim_fair('{k}', '{1}', '{1000}', '{}', '{}', '{}', 0, '{user:k04979}') c),
+          (select w.sender_key from pepsi.workqueue w where w.stage = 'k' and w.sender_key between 'user:k04980' and 'user:k05043'
+            order by w.workqueue_id limit 1),
+          'issue 12: without a claim id nothing kept is read: all level, the window''s oldest row goes first (the control)');
+rollback to savepoint kept;
+insert into claimed (call, workqueue_id, stage, sender_key, fifo, window_next, window_lap, fifo_credit, lead_floor, leads_lost)
+select 4003, * from pepsi.workqueue_claim_fair('{k}', '{1}', '{1000}', '{}', '{}', '{}', 0, '{user:k04979}', null, now(),
+                                              false, 64, :k_claim8);
+select row_eq($$select sender_key, lead_floor, leads_lost from claimed where call = 4003$$,
+              row((select w.sender_key from pepsi.workqueue w where w.stage = 'k' and w.sender_key between 'user:k04980' and 'user:k05043'
+                    order by w.workqueue_id limit 1), 0::float8, true),
+              'issue 12, D-56: another incarnation (a restarted dispatcher) reads none of them, and says leads_lost');
+rollback to savepoint kept;
+
+-- Changes after the sync: only what changed is sent.
+insert into xstats_k select pg_stat_get_xact_tuples_inserted('pepsi.fair_lead'::regclass)
+                          + pg_stat_get_xact_tuples_updated('pepsi.fair_lead'::regclass)
+                          + pg_stat_get_xact_tuples_deleted('pepsi.fair_lead'::regclass)
+                          + pg_stat_get_xact_tuples_inserted('pepsi.fair_stage'::regclass)
+                          + pg_stat_get_xact_tuples_updated('pepsi.fair_stage'::regclass);
+select count(*) >= 0 as x from pepsi.workqueue_claim_fair('{k}', '{1}', '{1000}', '{}', '{}', '{}', 0, '{user:k04979}', null,
+                                                         now(), false, 64, :k_claim + 3) \gset
+select is((select pg_stat_get_xact_tuples_inserted('pepsi.fair_lead'::regclass)
+                + pg_stat_get_xact_tuples_updated('pepsi.fair_lead'::regclass)
+                + pg_stat_get_xact_tuples_deleted('pepsi.fair_lead'::regclass)
+                + pg_stat_get_xact_tuples_inserted('pepsi.fair_stage'::regclass)
+                + pg_stat_get_xact_tuples_updated('pepsi.fair_stage'::regclass) - n from xstats_k), 0::bigint,
+          'D-139, issue 12: a claim that sends no changed lead writes nothing to the kept leads');
+rollback to savepoint kept;
+select is((select c.sender_key from pepsi.workqueue_claim_fair('{k}', '{1}', '{1000}', '{k}', '{user:k05000}', '{1e9}', 0,
+                                                              '{user:k04979}', null, now(), false, 64, :k_claim + 4) c),
+          (select l.sender from k_lead l where l.sender between 'user:k04980' and 'user:k05043' and l.sender <> 'user:k05000'
+            order by l.lead limit 1),
+          'issue 12: a changed lead sent with a claim is kept before the claim ranks: k05000 at 1e9 µs goes behind the window''s second-smallest');
+select is((select v from pepsi.fair_lead where stage = 'k' and sender_key = 'user:k05000'), 1e9::float8,
+          'issue 12: ... and stays kept for the next claim');
+rollback to savepoint kept;
+select is((select count(*) from pepsi.workqueue_claim_fair('{k}', '{0}', '{1000}', '{k,k}', '{user:k05000,user:k05001}', '{500,0}',
+                                                          0, null, null, now(), false, 64, :k_claim + 5, '{500}', '{1}')),
+          0::bigint, 'setup: two leads sent at the base of the frame (lead 0: forgotten by the dispatcher)');
+select is((select array_agg(sender_key order by sender_key) from pepsi.fair_lead
+            where stage = 'k' and sender_key in ('user:k05000', 'user:k05001')), null::text[],
+          'D-56, issue 12: a lead sent as 0 or less (v <= base) is deleted from the kept leads');
+rollback to savepoint kept;
+insert into claimed (call, workqueue_id, stage, sender_key, fifo, window_next, window_lap, fifo_credit, lead_floor, leads_lost)
+select 4004, * from pepsi.workqueue_claim_fair('{k}', '{1}', '{1000}', '{}', '{}', '{}', 0, '{user:k04979}', null, now(),
+                                              false, 64, :k_claim + 6, '{500}', '{1.5}');
+select row_eq($$select sender_key, lead_floor from claimed where call = 4004$$, row('user:k05000'::text, 1000::float8),
+              'issue 12, D-55: a kept lead is read in the frame passed: (2000 - base 500) / scale 1.5 = 1000 µs');
+rollback to savepoint kept;
+select is((select c.lead_floor from pepsi.workqueue_claim_fair('{k}', '{1}', '{10000}', '{}', '{}', '{}', 0, '{user:k04979}',
+                                                              null, now(), false, 64, :k_claim + 7) c),
+          0::float8, 'D-56: a kept lead worth less than half an average (here under 5000 µs) counts as 0');
+rollback to savepoint kept;
+select is((select count(*) from pepsi.workqueue_claim_fair('{k,k2}', '{0,0}', '{1000,1000}', '{k}', '{user:k00042}', '{7000}',
+                                                          0, null, null, now(), false, 64, :k_claim + 8, null, null, '{t,f}')),
+          0::bigint, 'setup: stage k synced again with one lead only');
+select is((select array_agg(sender_key || '=' || v) from pepsi.fair_lead where stage = 'k'), '{user:k00042=7000}'::text[],
+          'issue 12: a sync keeps exactly the leads it was sent (the other 9,999 are deleted)');
+rollback to savepoint kept;
+select throws_ok(format($$select * from pepsi.workqueue_claim_fair('{k}', '{1}', '{1000}', '{q}', '{user:a}', '{5000}', 0, null,
+                                                                   null, now(), false, 64, %s)$$, :k_claim + 9),
+                 'PX003', null, 'PX003: a kept lead of a stage that is not in p_stages');
+select throws_ok($$select * from pepsi.workqueue_claim_fair('{k}', '{1}', '{1000}', '{}', '{}', '{}', 0, null, null, now(), false,
+                                                           64, null, '{0}', '{0}')$$,
+                 'PX003', null, 'PX003: a scale of 0');
+select throws_ok($$select * from pepsi.workqueue_claim_fair('{k}', '{1}', '{1000}', '{}', '{}', '{}', 0, null, null, now(), false,
+                                                           64, null, '{Infinity}')$$,
+                 'PX003', null, 'PX003: an infinite base');
+select throws_ok($$select * from pepsi.workqueue_claim_fair('{k}', '{1}', '{1000}', '{}', '{}', '{}', 0, null, null, now(), false,
+                                                           64, null, null, null, '{t,f}')$$,
+                 'PX003', null, 'PX003: a sync array of another length than the stages');
+delete from pepsi.workqueue where stage = 'k';
 
 -- Statuses, several stages, release of paused rows ------------------------------------------------------------
 

@@ -13,7 +13,7 @@
 -- primary key only to update the claimed rows. Slow by design: 1M inserts.
 
 begin;
-select plan(40);
+select plan(48);
 
 -- Stage names of this run only: a run rolled back earlier in the same
 -- database leaves dead index entries under its names until a vacuum.
@@ -60,7 +60,7 @@ returns numeric language sql as $$
 $$;
 
 create temp table claimed (call int, workqueue_id bigint, stage text, sender_key text, fifo boolean,
-                           window_next text, window_lap boolean, fifo_credit int, lead_floor float8);
+                           window_next text, window_lap boolean, fifo_credit int, lead_floor float8, leads_lost boolean);
 
 -- EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) of the function's own statement,
 -- taken from pg_proc with the parameters written in as literals, run in a
@@ -90,7 +90,8 @@ returns setof jsonb language sql as $$
 $$;
 
 create temp table fair_sql as
-select regexp_replace(regexp_replace(regexp_replace(regexp_replace(regexp_replace(regexp_replace(regexp_replace(
+select regexp_replace(regexp_replace(regexp_replace(regexp_replace(
+       regexp_replace(regexp_replace(regexp_replace(regexp_replace(regexp_replace(regexp_replace(regexp_replace(
        regexp_replace(regexp_replace(regexp_replace(regexp_replace(regexp_replace(
            substring(p.prosrc from '(?s)return query\s+(with recursive.*?);\s*end\s*$'),
            '\mp_stages\M', format('array[%L, %L]', :'deep', 'empty'), 'g'),
@@ -104,9 +105,13 @@ select regexp_replace(regexp_replace(regexp_replace(regexp_replace(regexp_replac
            '\mp_fifo_credit\M', 'null::int[]', 'g'),
            '\mp_now\M', 'now()', 'g'),
            '\mp_window_size\M', '64', 'g'),
-           '\mp_claim_id\M', '1', 'g') as stmt
+           '\mp_claim_id\M', '1', 'g'),
+           '\mp_lead_base\M', 'null::float8[]', 'g'),
+           '\mp_lead_scale\M', 'null::float8[]', 'g'),
+           '\mp_lead_sync\M', 'null::boolean[]', 'g'),
+           '\mv_inc\M', 'null::bigint', 'g') as stmt
   from pg_proc p
- where p.oid = 'pepsi.workqueue_claim_fair(text[], int[], float8[], text[], text[], float8[], int, text[], int[], timestamptz, boolean, int, bigint)'::regprocedure;
+ where p.oid = 'pepsi.workqueue_claim_fair(text[], int[], float8[], text[], text[], float8[], int, text[], int[], timestamptz, boolean, int, bigint, float8[], float8[], boolean[])'::regprocedure;
 create temp table fair_plan as select pg_temp.explain_rolled_back(stmt) as explain from fair_sql;
 
 select ok((select stmt is not null and stmt !~ '\mp_[a-z]' from fair_sql),
@@ -229,6 +234,66 @@ select cmp_ok((pg_temp.delta('m0', 'm1', 'pepsi.workqueue_pending_sender_idx')).
 select cmp_ok((pg_temp.delta('m0', 'm1', 'pepsi.workqueue_pending_sender_idx')).scans, '<=', 64::bigint,
               'D-59: at most one probe per sender of the window');
 select is((pg_temp.delta('m0', 'm1', 'pepsi.workqueue')).scans, 0::bigint, 'full window: no sequential scan');
+
+-- Kept leads (issue 12): 10,100 leads kept for incarnation 1, the 100 of
+-- stage many's waiting senders (m001 1001 µs .. m100 1100 µs) and 10,000
+-- of senders that wait no more. The claim reads the lead of each sender of
+-- its window by one probe of fair_lead_pkey: 64, however many are kept.
+
+insert into pepsi.fair_lead select :'many', 'user:m' || lpad(s::text, 3, '0'), 1, 1000 + s from generate_series(1, 100) s;
+insert into pepsi.fair_lead select :'many', 'user:gone' || i, 1, 5000 from generate_series(1, 10000) i;
+insert into pepsi.fair_stage values (:'many', 1);
+
+create function pg_temp.bind(p_sql text, p_args jsonb)
+returns text language plpgsql as $$
+declare
+    v_key text;
+begin
+    for v_key in select jsonb_object_keys(p_args) loop
+        p_sql := regexp_replace(p_sql, '\m' || v_key || '\M', p_args->>v_key, 'g');
+    end loop;
+    return p_sql;
+end $$;
+
+create temp table kept_sql as
+select pg_temp.bind(substring(p.prosrc from '(?s)return query\s+(with recursive.*?);\s*end\s*$'),
+                    jsonb_build_object('p_stages', format('array[%L]', :'many'), 'p_caps', $$'{16}'::int[]$$,
+                                       'p_avg_usec', $$'{1000}'::float8[]$$, 'p_lead_stages', 'null::text[]',
+                                       'p_lead_senders', 'null::text[]', 'p_lead_usec', 'null::float8[]',
+                                       'p_fifo_percent', '10', 'p_window_after', 'null::text[]',
+                                       'p_fifo_credit', 'null::int[]', 'p_now', 'now()', 'p_window_size', '64',
+                                       'p_claim_id', ((1::bigint << 40) + 1)::text, 'p_lead_base', 'null::float8[]',
+                                       'p_lead_scale', 'null::float8[]', 'p_lead_sync', 'null::boolean[]',
+                                       'v_inc', '1::bigint')) as stmt
+  from pg_proc p
+ where p.oid = 'pepsi.workqueue_claim_fair(text[], int[], float8[], text[], text[], float8[], int, text[], int[], timestamptz, boolean, int, bigint, float8[], float8[], boolean[])'::regprocedure;
+create temp table kept_plan as select pg_temp.explain_rolled_back(stmt) as explain from kept_sql;
+
+select ok((select stmt is not null and stmt !~ '\m[pv]_[a-z]' from kept_sql),
+          'setup: the claim''s statement with kept leads of incarnation 1 (v_inc = 1)');
+select is((select (explain->0->'Plan'->>'Actual Rows')::int from kept_plan), 16,
+          'issue 12: the explained claim with kept leads returned 16 rows (then rolled back)');
+select is((select count(*)::int from kept_plan, pg_temp.plan_nodes(explain) n
+            where n->>'Node Type' ~ 'Seq Scan|Bitmap' and n->>'Relation Name' is distinct from 'fair_stage'),
+          0, 'issue 12: no sequential or bitmap scan with kept leads either (but of fair_stage, one row per stage)');
+select is((select array_agg(distinct n->>'Index Name') from kept_plan, pg_temp.plan_nodes(explain) n
+            where n->>'Relation Name' = 'fair_lead'),
+          '{fair_lead_pkey}'::text[], 'issue 12: the kept leads are read through fair_lead_pkey only');
+select cmp_ok((select sum((n->>'Actual Loops')::numeric) from kept_plan, pg_temp.plan_nodes(explain) n
+                where n->>'Index Name' = 'fair_lead_pkey'),
+              '<=', 64::numeric, 'issue 12, D-61: at most one probe of fair_lead_pkey per window sender (64), not 10,100 leads read');
+select cmp_ok((select sum((n->>'Actual Loops')::numeric) from kept_plan, pg_temp.plan_nodes(explain) n
+                where n->>'Relation Name' = 'fair_stage'),
+              '<=', 1::numeric, 'issue 12: fair_stage is read once per stage (is the copy held in full?)');
+select cmp_ok((select (explain->0->'Plan'->>'Shared Hit Blocks')::int + (explain->0->'Plan'->>'Shared Read Blocks')::int
+                 from kept_plan),
+              '<', 1500, 'issue 12: the explained claim with kept leads touched fewer than 1,500 shared buffers');
+
+insert into claimed select 6, * from pepsi.workqueue_claim_fair(array[:'many'], '{16}', '{1000}', '{}', '{}', '{}', 0, null, null,
+                                                                now(), false, 64, (1::bigint << 40) + 1);
+select row_eq($$select count(distinct sender_key), min(sender_key), max(sender_key), bool_or(leads_lost) from claimed where call = 6$$,
+              row(16::bigint, 'user:m001'::text, 'user:m016'::text, false),
+              'issue 12, D-53: ranked by their kept leads (m001 1001 µs .. m100 1100 µs), the 16 slots go to m001..m016');
 
 select * from finish();
 rollback;

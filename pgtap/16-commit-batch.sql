@@ -35,8 +35,8 @@ select results_eq(
 
 select is((select stage || '/' || status from pepsi.workqueue where workqueue_id = :a), 't/pending',
           'D-74: an advance moves the row to the next stage, pending');
-select is((select state from pepsi.workqueue where workqueue_id = :a), '{"k": 1}'::jsonb,
-          'an advance merges the state patch and clears strikes');
+select is((select state from pepsi.workqueue where workqueue_id = :a), '{"k": 1, "hops": 1}'::jsonb,
+          'an advance merges the state patch, clears strikes and counts the hop (issue 12)');
 select is((select count(*)::int from pepsi.workqueue where workqueue_id = :f), 0, 'D-75: a finish deletes the row');
 select is((select status::text || ' ' || timeout::text from pepsi.workqueue where workqueue_id = :p),
           'paused 2030-01-01 00:00:00+00', 'D-92: a pause sets paused and the timeout');
@@ -70,9 +70,9 @@ select throws_ok($$select * from pepsi.workqueue_commit('s', '{}')$$, 'PX003', n
 select throws_ok($$select * from pepsi.workqueue_commit('s', '[{"do": "finish"}]')$$, 'PX003', null, 'PX003: a result without an id');
 select is((select status::text from pepsi.workqueue where workqueue_id = :b), 'running', 'a rejected batch changes nothing');
 
-select ok(has_function_privilege('pepsi_worker', 'pepsi.workqueue_commit(text, jsonb)', 'execute'),
+select ok(has_function_privilege('pepsi_worker', 'pepsi.workqueue_commit(text, jsonb, int)', 'execute'),
           'D-71: workers can commit batches');
-select ok(not has_function_privilege('pepsi_reader', 'pepsi.workqueue_commit(text, jsonb)', 'execute'),
+select ok(not has_function_privilege('pepsi_reader', 'pepsi.workqueue_commit(text, jsonb, int)', 'execute'),
           'readers cannot');
 
 select * from finish();

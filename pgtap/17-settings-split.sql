@@ -66,9 +66,9 @@ select pepsi.workqueue_inject('settings', p_origin_user => 'al', p_envelope_send
 update pepsi.workqueue set status = 'running' where workqueue_id = :c;
 select pepsi.user_address_add('al', 'al@x.org');
 select pepsi.settings_set('al@x.org', 'deliver', 'HEADERS', 'yes');
-select is(pepsi.settings_apply(:c, 'settings', 'deliver', 'al@x.org',
-              '[{"stage": "deliver", "option": "MAX_LIFETIME", "value": "1h"}, {"stage": "deliver", "option": "HEADERS", "value": null}]'),
-          2, 'settings_apply applies the changes (a null value deletes)');
+select is((select changed || ' ' || outcome from pepsi.settings_apply(:c, 'settings', 'deliver', 'al@x.org',
+              '[{"stage": "deliver", "option": "MAX_LIFETIME", "value": "1h"}, {"stage": "deliver", "option": "HEADERS", "value": null}]')),
+          '2 ok', 'settings_apply applies the changes (a null value deletes) and advances');
 select results_eq($$select option, value from pepsi.settings_list('al@x.org')$$, $$values ('MAX_LIFETIME'::text, '1h'::text)$$,
                   'settings_apply: MAX_LIFETIME set, HEADERS deleted');
 select is((select stage || '/' || status from pepsi.workqueue where workqueue_id = :c), 'deliver/pending',

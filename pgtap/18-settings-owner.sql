@@ -41,8 +41,8 @@ select pepsi.settings_set('bob@y.org', 'deliver', 'COMMAND', 'bob-only');
 select pepsi.settings_set('alice@x.org', 'deliver', 'COMMAND', 'cat');
 
 select pg_temp.control('alice', 'alice@x.org') as own \gset
-select is(pepsi.settings_apply(:own, 'settings', 'deliver', 'alice@x.org',
-                               '[{"stage": "deliver", "option": "HEADERS", "value": "yes"}]'), 1,
+select is((select changed from pepsi.settings_apply(:own, 'settings', 'deliver', 'alice@x.org',
+                               '[{"stage": "deliver", "option": "HEADERS", "value": "yes"}]')), 1,
           'issue 11: a control message changes an allow-listed option of its user''s own address');
 select is(pg_temp.settings_of('alice@x.org'), 'deliver COMMAND=cat, deliver HEADERS=yes', 'the change is there');
 select is((select updated_by from pepsi.settings where address = 'alice@x.org' and option = 'HEADERS'), 'user:alice',

@@ -44,7 +44,7 @@ select is((select processed_at from pepsi.webhook_events where webhook_event_id 
 
 -- Whatever stage finishes it: advance to another stage, finish there.
 update pepsi.workqueue set status = 'running' where workqueue_id = :msg2;
-select pepsi.workqueue_advance(:msg2, 'deliver', 'archive');
+select pepsi.workqueue_advance(:msg2, 'deliver', 'archive') as advanced \gset
 update pepsi.workqueue set status = 'running' where workqueue_id = :msg2;
 select is((select processed_at from pepsi.webhook_events where webhook_event_id = :ev2), null,
           'W-18: an advance does not mark the event');

@@ -3,16 +3,30 @@
 -- events of pipeline providers, and the refusals.
 
 begin;
-select plan(40);
+select plan(41);
 
 select has_function('pepsi', 'webhook_events_ingest', array['jsonb', 'bytea'], 'webhook_events_ingest(events, payloads) exists');
 select has_function('pepsi', 'webhook_event_ingest', array['text', 'text', 'bytea', 'jsonb', 'timestamp with time zone'],
                     'webhook_event_ingest(provider, external_id, payload, headers, received_at) exists');
-select ok(pg_get_functiondef('pepsi.webhook_events_ingest(jsonb, bytea)'::regprocedure)
-              ~* 'on conflict \(provider, external_id\) do update\s+set payload = excluded.payload, received_at = excluded.received_at, headers = excluded.headers\s+where webhook_events.processed_at is null',
-          'W-09: the write is INSERT ... ON CONFLICT (provider, external_id) DO UPDATE SET payload, received_at ... WHERE processed_at IS NULL');
-select ok(pg_get_functiondef('pepsi.webhook_events_ingest(jsonb, bytea)'::regprocedure) !~* 'insert into pepsi.webhook_dedup|idempotency',
-          'W-14: no separate idempotency table');
+
+-- What a call wrote, table by table (issue 12: behaviour, not source text):
+-- this transaction's own counters of inserted, updated and deleted rows in
+-- schema pepsi, as 'table:+ins~upd-del' for the tables that moved since
+-- the snapshot pg_temp.writes_mark() took.
+create function pg_temp.writes_now() returns table (relname name, ins bigint, upd bigint, del bigint)
+language sql as $$
+    select s.relname, s.n_tup_ins, s.n_tup_upd, s.n_tup_del from pg_stat_xact_user_tables s where s.schemaname = 'pepsi'
+$$;
+create temporary table writes_mark as select * from pg_temp.writes_now();
+create function pg_temp.writes_mark() returns void language sql as $$
+    delete from writes_mark; insert into writes_mark select * from pg_temp.writes_now();
+$$;
+create function pg_temp.writes_since() returns text language sql as $$
+    select coalesce(string_agg(format('%s:+%s~%s-%s', n.relname, n.ins - coalesce(m.ins, 0), n.upd - coalesce(m.upd, 0),
+                                      n.del - coalesce(m.del, 0)), ' ' order by n.relname), 'nothing')
+      from pg_temp.writes_now() n left join writes_mark m using (relname)
+     where (n.ins, n.upd, n.del) is distinct from (m.ins, m.upd, m.del)
+$$;
 
 select pepsi.webhook_provider_add('sw', 'standard-webhooks', '{whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw}', 'deliver', 'hooks');
 select pepsi.webhook_provider_add('gh', 'github', '{secret}');   -- pulled: no messages
@@ -20,10 +34,13 @@ select count(*) as msgs0 from pepsi.workqueue \gset
 
 -- A new event --------------------------------------------------------------------
 
+select pg_temp.writes_mark();
 select * from pepsi.webhook_events_ingest(
     '[{"provider": "sw", "external_id": "msg_1", "payload_length": 7,
        "headers": {"content-type": "application/json", "webhook-id": "msg_1"},
        "received_at": "2026-11-30T06:00:00Z"}]', '{"v":1}'::bytea) \gset first_
+select is(pg_temp.writes_since(), 'webhook_events:+1~0-0 workqueue:+1~0-0 workqueue_body:+1~0-0',
+          'W-09, W-14: a new event is one row of webhook_events and its message; no other table is written (no separate idempotency table)');
 select is(:'first_outcome'::text, 'new'::text, 'W-09: a new event: outcome new');
 select is((select count(*)::int from pepsi.webhook_events where provider = 'sw' and external_id = 'msg_1'), 1, 'W-09: one row stored');
 select row_eq($$select payload, headers, received_at, processed_at from pepsi.webhook_events where external_id = 'msg_1'$$,
@@ -44,10 +61,13 @@ select row_eq(format($$select b.headers, b.body from pepsi.workqueue w join peps
 
 -- Redelivery before processing (W-11) --------------------------------------------
 
+select pg_temp.writes_mark();
 select webhook_event_id, outcome, coalesce(workqueue_id::text, 'none') as workqueue_id
   from pepsi.webhook_events_ingest(
     '[{"provider": "sw", "external_id": "msg_1", "payload_length": 7, "received_at": "2026-11-30T06:05:00Z"}]',
     '{"v":2}'::bytea) \gset again_
+select is(pg_temp.writes_since(), 'webhook_events:+0~1-0',
+          'W-09, W-11: a redelivery before processing is one UPDATE of the stored row (the upsert''s DO UPDATE), nothing else');
 select is(:'again_outcome'::text, 'refreshed'::text, 'W-11: a redelivery before processing: outcome refreshed');
 select is(:'again_webhook_event_id'::text, :'first_webhook_event_id'::text, 'W-11: the same row');
 select row_eq($$select payload, received_at, headers from pepsi.webhook_events where external_id = 'msg_1'$$,
@@ -62,7 +82,10 @@ update pepsi.workqueue set status = 'running' where workqueue_id = :first_workqu
 select pepsi.workqueue_finish(:first_workqueue_id, 'deliver');
 select processed_at as done_at from pepsi.webhook_events where external_id = 'msg_1' \gset
 select isnt(:'done_at'::text, ''::text, 'W-18: processed once its message finished');
+select pg_temp.writes_mark();
 select * from pepsi.webhook_event_ingest('sw', 'msg_1', '{"v":3}'::bytea, '{"x": "y"}', '2026-11-30T07:00:00Z') \gset late_
+select is(pg_temp.writes_since(), 'nothing',
+          'W-09, W-12: after processing, the upsert''s WHERE processed_at IS NULL leaves the row alone: not even a no-op update');
 select is(:'late_outcome'::text, 'processed'::text, 'W-12: a redelivery after processing: outcome processed');
 select is(:'late_webhook_event_id'::text, :'first_webhook_event_id'::text, 'W-12: it names the stored event');
 select row_eq($$select payload, received_at, headers, processed_at from pepsi.webhook_events where external_id = 'msg_1'$$,

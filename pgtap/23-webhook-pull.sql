@@ -1,18 +1,26 @@
 -- Pull mode (W-15..W-19): webhook_events_pull and
--- webhook_events_mark_processed. Two pullers at once need two sessions:
--- runner/tests/e2e/ingress-pull.t tests SKIP LOCKED for real.
+-- webhook_events_mark_processed. Here, in one session: which rows a pull
+-- returns and which it locks (pgrowlocks: the row locks of this
+-- transaction, and their mode). Two pullers at once need two sessions:
+-- runner/tests/e2e/ingress-pull.t tests SKIP LOCKED for real (W-16,
+-- W-17: a second puller neither waits for the first one's rows nor gets
+-- them).
 
 begin;
-select plan(21);
+select plan(20);
+create extension pgrowlocks;
+
+-- The rows of webhook_events this transaction holds locked, and how.
+create function pg_temp.locked_events() returns table (external_id text, modes text[], mine boolean)
+language sql as $$
+    select e.external_id, l.modes, l.pids = array[pg_backend_pid()]
+      from pgrowlocks('pepsi.webhook_events') l join pepsi.webhook_events e on e.ctid = l.locked_row
+     order by e.external_id
+$$;
 
 select has_function('pepsi', 'webhook_events_pull', array['text', 'integer'], 'W-15: webhook_events_pull(provider, limit) exists');
 select has_function('pepsi', 'webhook_events_mark_processed', array['bigint[]', 'timestamp with time zone'],
                     'W-18: webhook_events_mark_processed(ids, now) exists');
-select ok(pg_get_functiondef('pepsi.webhook_events_pull(text, integer)'::regprocedure)
-              ~* 'order by e.received_at\s+limit p_limit\s+for update skip locked',
-          'W-15: the pull is ORDER BY received_at ... FOR UPDATE SKIP LOCKED');
-select ok(pg_get_functiondef('pepsi.webhook_events_pull(text, integer)'::regprocedure) !~* 'for update\s*;',
-          'W-16: never a plain FOR UPDATE');
 select has_view('pepsi', 'webhook_event_overview', 'view webhook_event_overview exists');
 
 select pepsi.webhook_provider_add('app', 'github', '{secret}');                 -- pulled
@@ -25,11 +33,14 @@ select pepsi.webhook_event_ingest('other', 'o1', 'o'::bytea, '{}', '2026-11-30T0
 
 select is((select array_agg(external_id) from pepsi.webhook_events_pull('app', 3)), '{e1,e2,e3}'::text[],
           'W-15, W-19: oldest received first (a preference), at most the limit');
+select results_eq($$select * from pg_temp.locked_events()$$,
+                  $$values ('e1'::text, '{"For Update"}'::text[], true), ('e2', '{"For Update"}', true), ('e3', '{"For Update"}', true)$$,
+                  'W-15: the pull locks FOR UPDATE exactly the rows it returns: none past its limit, none of another provider');
 select is((select count(*)::int from pepsi.webhook_events_pull('app', 50)), 5, 'W-15: only that provider''s events');
 select row_eq($$select external_id, payload, headers from pepsi.webhook_events_pull('app', 1)$$,
               row('e1'::text, 'p1'::bytea, '{}'::jsonb), 'the pull returns payload and headers');
-select is((select locktype from pg_locks where locktype = 'transactionid' and pid = pg_backend_pid() and granted limit 1),
-          'transactionid', 'the pulled rows are locked by this transaction until it ends');
+select is((select array_agg(external_id) from pg_temp.locked_events() where mine and modes = '{"For Update"}'),
+          '{e1,e2,e3,e4,e5}'::text[], 'the pulled rows stay locked by this transaction after the calls return, until it ends');
 
 select is(pepsi.webhook_events_mark_processed(array(select webhook_event_id from pepsi.webhook_events
                                                      where external_id in ('e1', 'e2')), '2026-11-30T08:00:00Z'), 2,

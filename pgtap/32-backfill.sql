@@ -8,8 +8,6 @@ select plan(39);
 select has_function('pepsi', 'webhook_backfill_store',
                     array['bigint', 'text', 'integer', 'bytea', 'jsonb', 'timestamp with time zone'],
                     'webhook_backfill_store(id, stage, http_status, payload, headers, now) exists');
-select ok(pg_get_functiondef('pepsi.webhook_backfill_store(bigint, text, int, bytea, jsonb, timestamptz)'::regprocedure) ~* 'pepsi\.webhook_events_ingest\(',
-          'W-34: a found event is stored through webhook_events_ingest, the deliveries'' upsert');
 select ok(has_function_privilege('pepsi_worker', 'pepsi.webhook_backfill_store(bigint, text, int, bytea, jsonb, timestamptz)', 'execute'),
           'stage programs (pepsi_worker) may store back-fill answers');
 
@@ -82,6 +80,16 @@ select row_eq($$select payload, headers, received_at, processed_at from pepsi.we
               'W-34: with the answer''s bytes, its headers, received now');
 select is((select count(*)::int from pepsi.workqueue where stage = 'deliver' and state->>'external_id' = 'evt_0003'), 1,
           'W-34: exactly one message for the back-filled event, at the provider''s stage');
+select row_eq($$select w.tube, w.status::text, w.state, w.origin_user, w.sender_key, b.headers, b.body
+                 from pepsi.workqueue w join pepsi.workqueue_body b using (body_id)
+                where w.stage = 'deliver' and w.state->>'external_id' = 'evt_0003'$$,
+              row('default'::text, 'pending'::text,
+                  jsonb_build_object('webhook_event', (select webhook_event_id from pepsi.webhook_events where external_id = 'evt_0003'),
+                                     'webhook_provider', 'acme', 'external_id', 'evt_0003'),
+                  'webhook:acme'::text, 'user:webhook:acme'::text,
+                  E'content-type: application/json\r\nx-pepsi-backfill: GET /events/evt_0003\r\n'::text,
+                  convert_to('{"id":"evt_0003","v":"api"}', 'UTF8')),
+              'W-34: the message is the one a delivery makes (webhook_events_ingest): its state names the event, sender webhook:acme, the answer as body and its headers as the header block');
 select row_eq($$select state, resolved_at from pepsi.webhook_gaps where external_id = 'evt_0003'$$,
               row('found'::text, '2026-11-30T07:14:00Z'::timestamptz), 'the gap is resolved as found');
 -- The answer stored twice (a crash between store and finish) changes nothing.

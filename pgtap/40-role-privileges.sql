@@ -94,7 +94,10 @@ insert into fn_doc values
     ('anomaly_delta', '{}'), ('control_signal_send', '{}'), ('config_override_changed', '{}'),
     ('user_address_add', '{}'), ('user_address_remove', '{}'), ('user_address_owns', '{}'),
     ('settings_put', '{}'), ('settings_option_operator_only', '{}'), ('reconcile_stamp', '{}'),
-    ('reconcile_unchanged', '{}'), ('webhook_event_refresh_apply', '{}');
+    ('reconcile_unchanged', '{}'), ('webhook_event_refresh_apply', '{}'),
+    -- the hop rule (issue 12): called only by the stage-result functions above
+    ('workqueue_hop', '{}'), ('workqueue_hop_check', '{}'), ('workqueue_hop_refuse', '{}'),
+    ('workqueue_hop_slow', '{}');
 
 -- Functions known to lack their revoke, left out of the per-role
 -- comparisons while a fix is under way: none today.
@@ -140,7 +143,10 @@ insert into rel_doc values
     ('anomaly_signal',         '{pepsi_reader}'),
     -- owner only: the secrets, and payloads waiting to be applied
     ('webhook_provider',       '{}'),
-    ('webhook_event_refresh',  '{}');
+    ('webhook_event_refresh',  '{}'),
+    -- owner only: the fair claim's copy of the dispatcher's leads (issue 12)
+    ('fair_lead',              '{}'),
+    ('fair_stage',             '{}');
 
 create temp table duty (role text primary key) on commit drop;
 insert into duty values ('pepsi_runner'), ('pepsi_worker'), ('pepsi_ingress'), ('pepsi_reader');

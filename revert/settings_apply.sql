@@ -2,6 +2,6 @@
 
 begin;
 
-drop function pepsi.settings_apply(bigint, text, text, text, jsonb);
+drop function pepsi.settings_apply(bigint, text, text, text, jsonb, text[], int);
 
 commit;

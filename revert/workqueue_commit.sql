@@ -2,7 +2,7 @@
 
 begin;
 
-drop function pepsi.workqueue_commit(text, jsonb);
+drop function pepsi.workqueue_commit(text, jsonb, int);
 drop function pepsi.workqueue_commit_casts(jsonb);
 
 commit;

@@ -2,6 +2,6 @@
 
 begin;
 
-drop function pepsi.workqueue_move(bigint, text, text);
+drop function pepsi.workqueue_move(bigint, text, text, text[], int);
 
 commit;

@@ -2,6 +2,6 @@
 
 begin;
 
-select pg_catalog.has_function_privilege('pepsi_worker', 'pepsi.workqueue_commit(text, jsonb)', 'execute');
+select pg_catalog.has_function_privilege('pepsi_worker', 'pepsi.workqueue_commit(text, jsonb, int)', 'execute');
 
 rollback;

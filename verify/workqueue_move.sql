@@ -2,6 +2,6 @@
 
 begin;
 
-select pg_catalog.has_function_privilege('pepsi_worker', 'pepsi.workqueue_move(bigint, text, text)', 'execute');
+select pg_catalog.has_function_privilege('pepsi_worker', 'pepsi.workqueue_move(bigint, text, text, text[], int)', 'execute');
 
 rollback;

@@ -2,7 +2,14 @@
 
 begin;
 
-select pg_catalog.has_function_privilege('pepsi_worker', 'pepsi.workqueue_advance(bigint, text, text, jsonb)', 'execute');
+select pg_catalog.has_function_privilege('pepsi_worker', 'pepsi.workqueue_advance(bigint, text, text, jsonb, text[], int)', 'execute');
+-- the hop rule (issue 12): a hop within MAX_HOPS advances, the one past it fails as a loop
+select 1 / ((pepsi.workqueue_hop('{"hops": 1}', null, 'a', null, 'b', 'pending', 2)).o_stage = 'b')::int;
+select 1 / ((pepsi.workqueue_hop('{"hops": 2}', null, 'a', null, 'b', 'pending', 2)).o_state->>'failure_class' = 'loop')::int;
+select 1 / (pepsi.failure_class_check('loop') = 'loop')::int;
+select 1 / pepsi.workqueue_hop_check('{a,b}', 1000)::int;
+select 1 / pepsi.workqueue_hop_refuse('{a}', 5)::int;
+select 1 / (pepsi.workqueue_hop_slow('{}', null, 'a', null, 'b', 0, 1)->>'hops' = '1')::int;
 select pg_catalog.has_function_privilege('pepsi_worker', 'pepsi.workqueue_finish(bigint, text)', 'execute');
 select pg_catalog.has_function_privilege('pepsi_worker', 'pepsi.workqueue_pause(bigint, text, timestamptz, text, jsonb)', 'execute');
 select pg_catalog.has_function_privilege('pepsi_worker', 'pepsi.workqueue_fail(bigint, text, text, text, jsonb)', 'execute');

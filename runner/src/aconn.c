@@ -65,25 +65,25 @@ static void fail(struct aconn *a, const char *why)
     finish(a, false, true);
 }
 
-/* Watches fd for events, following libpq to a new socket. 0 or -1. */
+/* Watches libpq's socket for events. The handle is made anew at every
+ * step: libpq may close its socket and open another between two calls of
+ * PQconnectPoll (SSL refused, the next host), and the new one can have the
+ * same number, which epoll has already forgotten. 0 or -1. */
 static int watch(struct aconn *a, int events)
 {
     int fd = PQsocket(a->conn);
     if (fd < 0)
         return -1;
-    if (a->poll && fd != a->fd)
-        close_poll(a);
-    if (a->poll == NULL) {
-        a->poll = xmalloc(sizeof *a->poll);
-        if (uv_poll_init_socket(a->loop, a->poll, fd) != 0) {
-            free(a->poll);
-            a->poll = NULL;
-            return -1;
-        }
-        a->poll->data = a;
-        a->open_handles++;
-        a->fd = fd;
+    close_poll(a);
+    a->poll = xmalloc(sizeof *a->poll);
+    if (uv_poll_init_socket(a->loop, a->poll, fd) != 0) {
+        free(a->poll);
+        a->poll = NULL;
+        return -1;
     }
+    a->poll->data = a;
+    a->open_handles++;
+    a->fd = fd;
     return uv_poll_start(a->poll, events, aconn_poll_cb) == 0 ? 0 : -1;
 }
 
@@ -114,10 +114,7 @@ static void aconn_poll_cb(uv_poll_t *h, int status, int events)
     struct aconn *a = h->data;
     if (a->done || h != a->poll)
         return;
-    if (status < 0) {
-        fail(a, uv_strerror(status));
-        return;
-    }
+    (void)status; /* an error on the socket: PQconnectPoll reads it and says what it means */
     step(a);
 }
 

@@ -9,7 +9,6 @@
 #include <string.h>
 
 #define INFLIGHT_BUCKETS 1024
-#define MAX_EXPORT 256          /* leads passed per stage per claim */
 
 /* A message in flight: whom it was charged to, where, and how much. */
 struct charge {
@@ -27,6 +26,7 @@ struct stage_fair {
 
 struct claimer {
     bool fair_on;
+    bool unanswered;            /* the last claim carried leads and got no answer yet */
     int fifo_percent;
     uint64_t half_life_ms;
     struct stage_fair *tables;
@@ -161,6 +161,14 @@ static void put_num(struct buf *b, double v, bool integer, bool first)
     puts_(b, num);
 }
 
+/* A float8 exactly: leads in the frame can be large (v grows with scale). */
+static void put_exact(struct buf *b, double v, bool first)
+{
+    char num[40];
+    snprintf(num, sizeof num, "%s%.17g", first ? "" : ",", v);
+    puts_(b, num);
+}
+
 static char *finish(struct buf *b)
 {
     put(b, "}", 1);
@@ -205,58 +213,86 @@ static int window_size(const int *caps, size_t n)
     return w < 8 ? 8 : w > 64 ? 64 : w;
 }
 
+/* The arrays of a fair claim, one per parameter. */
+struct fair_arrays {
+    struct buf st, cp, avg, base, scale, sync, ls, lsn, lv, wa, fc;
+    int included, nl;
+    bool synced;                /* some stage sends all its leads */
+};
+
+/* Stage s's part: its frame, window, credit, and the leads that changed
+ * since its previous claim (all of them when it resyncs). */
+static void add_stage(struct fair_arrays *a, struct fair *f, const char *stage, int cap, uint64_t now)
+{
+    bool first = a->included == 0;
+    put_elem(&a->st, stage, first);
+    put_num(&a->cp, cap, true, first);
+    put_num(&a->avg, fair_average(f), false, first);
+    double base, scale;
+    fair_frame(f, now, &base, &scale);
+    put_exact(&a->base, base, first);
+    put_exact(&a->scale, scale, first);
+    put_elem(&a->wa, fair_window_after(f), first);
+    int credit = fair_fifo_credit(f);
+    if (credit < 0)
+        puts_(&a->fc, first ? "NULL" : ",NULL");
+    else
+        put_num(&a->fc, credit, true, first);
+    const char *const *senders;
+    const double *values;
+    bool sync;
+    size_t k = fair_changes(f, &senders, &values, &sync);
+    puts_(&a->sync, first ? (sync ? "t" : "f") : (sync ? ",t" : ",f"));
+    a->synced |= sync;
+    for (size_t j = 0; j < k; j++, a->nl++) {
+        put_elem(&a->ls, stage, a->nl == 0);
+        put_elem(&a->lsn, senders[j], a->nl == 0);
+        put_exact(&a->lv, values[j], a->nl == 0);
+    }
+    a->included++;
+}
+
 static int build_fair(struct claimer *c, struct stage *const *stages, const int *caps, size_t n,
                       const char *claim_id, bool release, uint64_t now, struct claim_query *q)
 {
-    struct buf st = {0}, cp = {0}, avg = {0}, ls = {0}, lsn = {0}, lu = {0}, wa = {0}, fc = {0};
-    const char *senders[MAX_EXPORT];
-    double leads[MAX_EXPORT];
-    int included = 0, nl = 0;
-    puts_(&st, "{"), puts_(&cp, "{"), puts_(&avg, "{"), puts_(&ls, "{"), puts_(&lsn, "{");
-    puts_(&lu, "{"), puts_(&wa, "{"), puts_(&fc, "{");
-    for (size_t i = 0; i < n; i++) {
-        if (caps[i] <= 0)
-            continue;
-        struct fair *f = fair_of(c, stages[i]->name, now);
-        bool first = included == 0;
-        put_elem(&st, stages[i]->name, first);
-        put_num(&cp, caps[i], true, first);
-        put_num(&avg, fair_average(f), false, first);
-        put_elem(&wa, fair_window_after(f), first);
-        int credit = fair_fifo_credit(f);
-        if (credit < 0)
-            puts_(&fc, first ? "NULL" : ",NULL");
-        else
-            put_num(&fc, credit, true, first);
-        size_t k = fair_export(f, now, senders, leads, MAX_EXPORT);
-        for (size_t j = 0; j < k; j++, nl++) {
-            put_elem(&ls, stages[i]->name, nl == 0);
-            put_elem(&lsn, senders[j], nl == 0);
-            put_num(&lu, leads[j], false, nl == 0);
-        }
-        included++;
-    }
+    struct fair_arrays a = {0};
+    struct buf *all[] = {&a.st, &a.cp, &a.avg, &a.base, &a.scale, &a.sync, &a.ls, &a.lsn, &a.lv, &a.wa, &a.fc};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        puts_(all[i], "{");
+    /* A claim that carried leads went unanswered (lost with the
+     * connection, or failed): the copy may lack them; resend it all. */
+    if (c->unanswered)
+        for (size_t i = 0; i < c->n_tables; i++)
+            fair_resync(c->tables[i].fair);
+    for (size_t i = 0; i < n; i++)
+        if (caps[i] > 0)
+            add_stage(&a, fair_of(c, stages[i]->name, now), stages[i]->name, caps[i], now);
+    c->unanswered = a.nl > 0 || a.synced;
     char num[16];
-    q->sql = "select workqueue_id, stage, sender_key, window_next, window_lap, fifo_credit, lead_floor"
+    q->sql = "select workqueue_id, stage, sender_key, window_next, window_lap, fifo_credit, lead_floor, leads_lost"
              " from pepsi.workqueue_claim_fair($1::text[], $2::int[], $3::float8[], $4::text[], $5::text[],"
              " $6::float8[], $7::int, $8::text[], $9::int[], p_release_paused => $10::boolean,"
-             " p_window_size => $11::int, p_claim_id => $12::bigint)";
-    q->n = 12;
-    q->params[0] = finish(&st);
-    q->params[1] = finish(&cp);
-    q->params[2] = finish(&avg);
-    q->params[3] = finish(&ls);
-    q->params[4] = finish(&lsn);
-    q->params[5] = finish(&lu);
+             " p_window_size => $11::int, p_claim_id => $12::bigint, p_lead_base => $13::float8[],"
+             " p_lead_scale => $14::float8[], p_lead_sync => $15::boolean[])";
+    q->n = 15;
+    q->params[0] = finish(&a.st);
+    q->params[1] = finish(&a.cp);
+    q->params[2] = finish(&a.avg);
+    q->params[3] = finish(&a.ls);
+    q->params[4] = finish(&a.lsn);
+    q->params[5] = finish(&a.lv);
     snprintf(num, sizeof num, "%d", c->fifo_percent);
     q->params[6] = xstrdup(num);
-    q->params[7] = finish(&wa);
-    q->params[8] = finish(&fc);
+    q->params[7] = finish(&a.wa);
+    q->params[8] = finish(&a.fc);
     q->params[9] = xstrdup(release ? "t" : "f");
     snprintf(num, sizeof num, "%d", window_size(caps, n));
     q->params[10] = xstrdup(num);
     q->params[11] = xstrdup(claim_id);
-    return included;
+    q->params[12] = finish(&a.base);
+    q->params[13] = finish(&a.scale);
+    q->params[14] = finish(&a.sync);
+    return a.included;
 }
 
 int claimer_build(struct claimer *c, struct stage *const *stages, const int *caps, size_t n,
@@ -283,6 +319,7 @@ void claimer_claimed(struct claimer *c, const PGresult *res, uint64_t now)
 {
     if (!c->fair_on)
         return;
+    c->unanswered = false;
     int n = PQntuples(res);
     const char *stage = NULL;
     struct fair *f = NULL;
@@ -296,6 +333,8 @@ void claimer_claimed(struct claimer *c, const PGresult *res, uint64_t now)
             fair_claimed(f, PQgetisnull(res, i, 3) ? NULL : PQgetvalue(res, i, 3),
                          strcmp(PQgetvalue(res, i, 4), "t") == 0, atoi(PQgetvalue(res, i, 5)),
                          strtod(PQgetvalue(res, i, 6), NULL), now);
+            if (strcmp(PQgetvalue(res, i, 7), "t") == 0)
+                fair_resync(f); /* the copy of the leads was lost (or never sent) */
         }
         const char *sender = PQgetvalue(res, i, CLAIM_SENDER);
         double charged = fair_charge_claim(f, sender, now);

@@ -21,7 +21,7 @@ struct claimer;
 struct claim_query {
     const char *sql;
     int n;
-    char *params[12];
+    char *params[15];
 };
 
 /* Column numbers of a claim's rows (both statements). */

@@ -99,6 +99,7 @@ struct key_def {
 static const struct key_def keys[] = {
     {SK_PEPSI, "ALLOW_FUSION", KT_BOOL, 0, 0, 0, "yes", CONF_AT(allow_fusion)},
     {SK_PEPSI, "SHARE_TELEMETRY", KT_BOOL, 0, 0, 0, "no", CONF_AT(share_telemetry)},
+    {SK_PEPSI, "MAX_HOPS", KT_INT, 0, 1, CONF_MAX_HOPS_MAX, "1000", CONF_AT(max_hops)},
 
     {SK_POSTGRES, "CONNINFO", KT_STRING, 0, 0, 0, "", CONF_AT(conninfo)},
     {SK_POSTGRES, "WORKER_CONNINFO", KT_STRING, KF_OPTIONAL, 0, 0, "", CONF_AT(worker_conninfo)},

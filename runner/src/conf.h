@@ -42,6 +42,8 @@ struct conf {
     /* [pepsi] */
     bool allow_fusion;               /* ALLOW_FUSION, default yes */
     bool share_telemetry;            /* SHARE_TELEMETRY, default no */
+    int max_hops;                    /* MAX_HOPS, default 1000: a message's advances before it fails as a
+                                        loop (issue 12; workers pass it to every advance) */
     /* [pepsi-postgres] */
     char *conninfo;                  /* CONNINFO, default "" (libpq defaults, PG* variables) */
     char *worker_conninfo;           /* WORKER_CONNINFO, NULL: CONNINFO without its password */
@@ -70,6 +72,9 @@ struct conf {
     struct stage_conf *stages;
     size_t n_stages;
 };
+
+/* The largest MAX_HOPS: what pepsi.workqueue_hop_check accepts. */
+#define CONF_MAX_HOPS_MAX 100000000
 
 /* conf_load's answer for a file that holds a secret (a password in
  * CONNINFO, a key named like a credential such as SIGNING_SECRET or

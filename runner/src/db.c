@@ -17,6 +17,7 @@ struct db_op {
     int n;
     char **params;
     unsigned flags;
+    uint64_t give_up_ms;   /* 0: never given up */
     int retries;
     db_cb cb;
     void *arg;
@@ -43,8 +44,10 @@ bool db_idle(const struct db *db)
     return db->queue == NULL && db->inflight == NULL;
 }
 
-static void op_free(struct db_op *op)
+static void op_free(struct db *db, struct db_op *op)
 {
+    if (op->give_up_ms)
+        db->n_until--;
     for (int i = 0; i < op->n; i++)
         free(op->params[i]);
     free(op->params);
@@ -149,7 +152,16 @@ void db_open_gate(struct db *db)
 void db_query(struct db *db, const char *sql, int n, const char *const *params,
               unsigned flags, db_cb cb, void *arg)
 {
+    db_query_until(db, sql, n, params, flags, 0, cb, arg);
+}
+
+void db_query_until(struct db *db, const char *sql, int n, const char *const *params,
+                    unsigned flags, uint64_t give_up_ms, db_cb cb, void *arg)
+{
     struct db_op *op = xcalloc(1, sizeof *op);
+    op->give_up_ms = give_up_ms;
+    if (give_up_ms)
+        db->n_until++;
     op->sql = xstrdup(sql);
     op->n = n;
     op->params = n ? xcalloc((size_t)n, sizeof *op->params) : NULL;
@@ -174,12 +186,44 @@ static void op_finish(struct db *db, struct db_op *op, PGresult *res)
                         pgerr_sqlstate(res));
         PQclear(res);
     }
-    op_free(op);
+    op_free(db, op);
 }
 
-/* Sends the next runnable op when the connection is free. */
+void db_expire(struct db *db, uint64_t now)
+{
+    struct db_op *expired = NULL, **tail = &expired, *prev = NULL;
+    if (db->n_until == 0)
+        return;
+    for (struct db_op *op = db->queue, *next; op; op = next) {
+        next = op->next;
+        if (op->give_up_ms == 0 || now < op->give_up_ms) {
+            prev = op;
+            continue;
+        }
+        if (prev)
+            prev->next = next;
+        else
+            db->queue = next;
+        if (db->queue_tail == op)
+            db->queue_tail = prev;
+        op->next = NULL;
+        *tail = op;
+        tail = &op->next;
+    }
+    /* Unlinked first: a callback may queue more. */
+    for (struct db_op *op = expired, *next; op; op = next) {
+        next = op->next;
+        op_finish(db, op, NULL);
+    }
+}
+
+/* Sends the next runnable op when the connection is free; one whose time
+ * is up is given up rather than sent. */
 static void db_send_next(struct db *db)
 {
+    if (db->conn == NULL || db->inflight)
+        return;
+    db_expire(db, now_ms());
     if (db->conn == NULL || db->inflight)
         return;
     struct db_op *op = queue_take_runnable(db);
@@ -346,7 +390,7 @@ void db_shutdown(struct db *db)
     while (db->queue) {
         struct db_op *op = db->queue;
         db->queue = op->next;
-        op_free(op);
+        op_free(db, op);
     }
     db->queue_tail = NULL;
 }

@@ -8,6 +8,7 @@
 
 #include <libpq-fe.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <uv.h>
 
 struct db;
@@ -43,6 +44,7 @@ struct db {
     PGresult *answer;         /* first result of the inflight query */
     struct db_hooks hooks;
     unsigned long queries;    /* queries answered, for tests and stats */
+    unsigned long n_until;    /* live queries that may be given up (db_query_until) */
 };
 
 /* Prepares an unconnected db on loop. */
@@ -60,6 +62,16 @@ void db_open_gate(struct db *db);
  * is then only checked and logged. */
 void db_query(struct db *db, const char *sql, int n, const char *const *params,
               unsigned flags, db_cb cb, void *arg);
+
+/* As db_query, but the query is given up (callback with NULL) when it is
+ * still waiting to be sent at give_up_ms (util.h now_ms()), across
+ * reconnects too with DB_RESEND; once sent, it runs to its answer. */
+void db_query_until(struct db *db, const char *sql, int n, const char *const *params,
+                    unsigned flags, uint64_t give_up_ms, db_cb cb, void *arg);
+
+/* Gives up every queued query whose give_up_ms has passed (callback with
+ * NULL); called from a timer so that it happens while disconnected. */
+void db_expire(struct db *db, uint64_t now);
 
 /* Whether nothing is queued or in flight. */
 bool db_idle(const struct db *db);

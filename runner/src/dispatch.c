@@ -38,6 +38,7 @@
 #define TICK_MS 1000
 #define IDLE_FLUSH_MIN_MS 1000     /* idle flushes at most once a second (D-138) */
 #define DEFER_74_MS 30000          /* status 74: pause for 30 s (D-100) */
+#define DEFER_WRITE_MS 30000       /* how long the pause of a 74 may wait to be written (D-102) */
 #define RECONNECT_MIN_MS 500
 #define RECONNECT_MAX_MS 30000
 #define SHUTDOWN_LIMIT_MS 60000    /* give up waiting for workers and the database */
@@ -247,23 +248,39 @@ static void strike_cb(void *arg, struct stage *s, int64_t id, const char *kind, 
              strike_done, sc);
 }
 
+struct defer_ctx {
+    struct runner *r;
+    int64_t id;
+    uint64_t give_up_ms;           /* D-102: the pause is not written after this */
+};
+
 static void defer_done(struct db *db, PGresult *res, void *arg)
 {
-    struct runner *r = arg;
+    struct defer_ctx *dc = arg;
+    struct runner *r = dc->r;
     if (res == NULL) {
-        log_warning(COMPONENT, "could not defer a message (no database); the next start resets it");
-        return;
-    }
-    if (pgerr_classify(db->conn, res) != PGERR_NONE)
-        log_error(COMPONENT, "defer failed: %s sqlstate=%s", pgerr_message(db->conn, res),
-                  pgerr_sqlstate(res));
-    else
+        if (now_ms() >= dc->give_up_ms)
+            log_warning(COMPONENT, "could not write the pause of message %lld within %d s (no database); "
+                        "leaving it running: the next start of the runner resets it to pending",
+                        (long long)dc->id, DEFER_WRITE_MS / 1000);
+        else
+            log_warning(COMPONENT, "could not defer message %lld (no database); the next start resets it",
+                        (long long)dc->id);
+    } else if (pgerr_classify(db->conn, res) != PGERR_NONE) {
+        log_error(COMPONENT, "defer of message %lld failed: %s sqlstate=%s", (long long)dc->id,
+                  pgerr_message(db->conn, res), pgerr_sqlstate(res));
+    } else {
         schedule_paused(r, DEFER_74_MS);
-    PQclear(res);
+    }
+    if (res)
+        PQclear(res);
+    free(dc);
 }
 
 /* Status 74: the worker lost its connection; pause the message 30 s
- * without blame (D-100, D-101). */
+ * without blame (D-100, D-101). The pause is resent after reconnects for
+ * about 30 s, then given up: the message stays running, and the next
+ * start resets it to pending (D-102; issue 12: it was resent for ever). */
 static void defer_lost_connection(struct runner *r, struct stage *s, int64_t id)
 {
     char idtext[40], until[40];
@@ -274,18 +291,21 @@ static void defer_lost_connection(struct runner *r, struct stage *s, int64_t id)
     char stage[80];
     snprintf(stage, sizeof stage, "{\"%s\"}", s->name);
     const char *params[] = {idtext, stage, until};
-    db_query(&r->db,
-             "select pepsi.workqueue_defer($1::bigint[], $2::text[], now() + $3::interval,"
-             " 'worker lost its database connection')",
-             3, params, DB_RESEND, defer_done, r);
+    struct defer_ctx *dc = xcalloc(1, sizeof *dc);
+    dc->r = r;
+    dc->id = id;
+    dc->give_up_ms = now_ms() + DEFER_WRITE_MS;
+    db_query_until(&r->db,
+                   "select pepsi.workqueue_defer($1::bigint[], $2::text[], now() + $3::interval,"
+                   " 'worker lost its database connection')",
+                   3, params, DB_RESEND, dc->give_up_ms, defer_done, dc);
 }
 
-/* Status 75: database overload. Requeue, and halve the parallelism of the
- * stage running the most workers for 5 minutes (D-95..D-98). */
-static void throttle_overload(struct runner *r, struct stage *s, int64_t id)
+/* Database overload reported by stage s: halve the parallelism of the
+ * stage running the most workers for OVERLOAD_WINDOW (D-96..D-98); what
+ * is appended to the reporter's name in the log. */
+static void halve_busiest(struct runner *r, struct stage *s, const char *what)
 {
-    const char *stages[] = {s->name};
-    requeue_ids(r, stages, &id, 1);
     struct stage *big = s;
     for (size_t i = 0; i < r->tabs->n_stages; i++)
         if (r->tabs->stages[i].n_workers > big->n_workers)
@@ -293,9 +313,28 @@ static void throttle_overload(struct runner *r, struct stage *s, int64_t id)
     int cap = big->parallelism_cap / 2;
     big->parallelism_cap = cap < 1 ? 1 : cap;
     big->throttle_until_ms = now_ms() + (uint64_t)r->conf->overload_window_ms;
-    log_warning(COMPONENT, "database overload reported by stage %s; stage %s limited to %d worker(s) "
-                "for %lld ms", s->name, big->name, big->parallelism_cap,
+    log_warning(COMPONENT, "database overload reported by stage %s%s; stage %s limited to %d worker(s) "
+                "for %lld ms", s->name, what, big->name, big->parallelism_cap,
                 (long long)r->conf->overload_window_ms);
+}
+
+/* Status 75: database overload. Requeue, and halve the busiest stage
+ * (D-95..D-98). */
+static void throttle_overload(struct runner *r, struct stage *s, int64_t id)
+{
+    const char *stages[] = {s->name};
+    requeue_ids(r, stages, &id, 1);
+    halve_busiest(r, s, "");
+}
+
+/* A worker could not connect at start for want of connection slots (exit
+ * 75 before ready): the same back-pressure as a status 75 (D-94); its ids
+ * were requeued by the pool. */
+static void overload_cb(void *arg, struct stage *s)
+{
+    struct runner *r = arg;
+    s->delta.tempfailed++;
+    halve_busiest(r, s, " at worker start (no connection slot)");
 }
 
 /* ---- answers from workers ---- */
@@ -700,6 +739,7 @@ static void tick_cb(uv_timer_t *t)
         for (size_t i = 0; i < tab->n_stages; i++)
             stage_tick(&tab->stages[i], now);
     reap_retired(r);
+    db_expire(&r->db, now); /* a 74's pause is given up after DEFER_WRITE_MS, connected or not (D-102) */
     /* A worker may have paused a message (D-92): a sweep learns its
      * timeout, so that the paused timer, not the heartbeat, brings it
      * back (D-93). At most once a tick, and only after answers. */
@@ -1211,7 +1251,7 @@ static void runner_init(struct runner *r, struct conf *conf, uv_loop_t *loop, co
     r->env.self_dir = self_dir;
     r->env.cooldown_ms = conf->cooldown_ms;
     r->env.dstats = &r->dstats;
-    r->env.ev = (struct pool_events){answered_cb, requeue_cb, strike_cb, wake, r};
+    r->env.ev = (struct pool_events){answered_cb, requeue_cb, strike_cb, overload_cb, wake, r};
     r->claimer = claimer_new(conf);
     db_init(&r->db, loop, (struct db_hooks){notify_cb, db_lost_cb, r});
     control_signals_init(&r->ctl, &r->db, COMPONENT, control_act, r);

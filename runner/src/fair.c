@@ -5,13 +5,28 @@
  * (v - vmin) / scale(now) with scale(now) = 2^((now - frame_ms) / half_life).
  * Charging x µs adds x * scale(now) to v; raising the baseline (the least
  * served waiting sender, fair_level) adds to vmin; neither touches the other
- * entries. Once a half-life has passed the frame is moved to now (every v
- * rewritten as its lead: O(n) at most once per half-life), so scale stays
- * in [1, 2) and the values small; after 64 half-lives every lead is gone.
+ * entries, and time passing touches none. The claim reads the same formula
+ * from the copy in pepsi.fair_lead with vmin and scale passed as the
+ * stage's p_lead_base and p_lead_scale, so a lead changes the copy only
+ * when it is charged, corrected or forgotten (issue 12).
  *
- * The table: a dense array of entries (fair_export walks only those) and
- * an open-addressing index over it (linear probing, backward-shift
- * deletion, no tombstones), both sized once for max_senders. */
+ * Only the charge paths (add_lead, fair_level) move the frame or sweep,
+ * never a read and never the clock alone (an idle dispatcher sends
+ * nothing, D-139):
+ *   - once a half-life has passed since the last sweep, entries worth less
+ *     than half an average are forgotten (D-56); a forgotten entry that
+ *     the copy holds is sent once more, with v = vmin (lead 0: deleted);
+ *   - once REBASE_HALF_LIVES have passed since the frame was set, every
+ *     v is rewritten as its lead and the frame moved to now, so that scale
+ *     stays below 2^REBASE_HALF_LIVES; then the copy is resent in full
+ *     (sync). Anything charged before the frame has halved that many
+ *     times, so little is left to resend.
+ *
+ * The table: an array of entries with stable indices (holes reused through
+ * a free list), an open-addressing index over it (linear probing,
+ * backward-shift deletion, no tombstones), and a list of the entries
+ * whose v changed since the last fair_changes. Both grow with the senders
+ * up to max_senders. */
 #include "fair.h"
 
 #include <math.h>
@@ -21,31 +36,55 @@
 
 #include "util.h"
 
+/* The frame moves after this many half-lives (scale < 2^32). */
+#define REBASE_HALF_LIVES 32
+/* A scale past 2^SCALE_MAX_EXP makes every lead 0; kept finite for SQL. */
+#define SCALE_MAX_EXP 900.0
+#define INITIAL_ENTRIES 16
+
 struct fair_entry {
-    char *sender;   /* owned */
+    char *sender;   /* owned; NULL: a free entry */
     uint64_t hash;  /* of sender */
     double v;       /* lead = (v - vmin) / scale, in the current frame */
+    bool live;      /* has a lead (else: waiting to be sent as forgotten) */
+    bool stored;    /* the copy (pepsi.fair_lead) holds it, as last sent */
+    bool dirty;     /* in the changed list */
 };
 
 struct fair {
-    uint64_t half_life_ms;     /* 0: leads are forgotten at once */
-    size_t max;                /* entries kept at most */
-    struct fair_entry *e;      /* dense, n used */
-    size_t n;
+    uint64_t half_life_ms;     /* 0: leads are forgotten once the clock moves */
+    size_t max;                /* live entries kept at most */
+    struct fair_entry *e;      /* entries [0, n_alloc), cap_e allocated */
+    size_t n_alloc, cap_e;
+    size_t n_used;             /* entries not free (live or waiting to be sent) */
+    size_t n_live;
+    uint32_t *free_idx;        /* free entries below n_alloc */
+    size_t n_free;
     uint32_t *slot;            /* entry index + 1, 0 = free */
-    size_t mask;               /* slots - 1, slots a power of 2 >= 2 * max */
+    size_t mask;               /* slots - 1, slots a power of 2 >= 2 * cap_e */
+    uint32_t *changed;         /* entries with dirty set */
+    size_t n_changed, cap_changed;
     uint64_t frame_ms;         /* when scale was 1 */
+    uint64_t swept_ms;         /* the last sweep */
     double vmin;               /* the least-served waiting sender, frame units */
     double avg;                /* µs per message */
     bool measured;             /* avg has had a measurement */
     double acc;                /* smallest lead_floor since the last lap, frame units */
     char *window_after;        /* p_window_after of the next claim, or NULL */
     int fifo_credit;           /* p_fifo_credit of the next claim, -1: NULL */
+    bool need_sync;            /* the copy must be resent in full */
+    bool stored_any;           /* the copy may hold rows of this stage */
+    /* What fair_changes returned, valid until the next call. */
+    const char **out_s;
+    double *out_v;
+    size_t cap_out;
+    char **grave;              /* names of entries freed while returned */
+    size_t n_grave, cap_grave;
 };
 
 /* ---- arithmetic ---- */
 
-/* 2^x for 0 <= x < 64 without libm: the integer part by doubling, the
+/* 2^x for 0 <= x without libm: the integer part by doubling, the
  * fraction by the exponential series of x * ln 2 (< 0.7: 20 terms are
  * exact to the last bit). */
 static double pow2(double x)
@@ -65,9 +104,12 @@ static double pow2(double x)
 
 static double scale_at(const struct fair *f, uint64_t now_ms)
 {
-    if (f->half_life_ms == 0 || now_ms <= f->frame_ms)
+    if (now_ms <= f->frame_ms)
         return 1.0;
-    return pow2((double)(now_ms - f->frame_ms) / (double)f->half_life_ms);
+    if (f->half_life_ms == 0)
+        return pow2(SCALE_MAX_EXP);
+    double x = (double)(now_ms - f->frame_ms) / (double)f->half_life_ms;
+    return pow2(x < SCALE_MAX_EXP ? x : SCALE_MAX_EXP);
 }
 
 static uint64_t hash_of(const char *s)
@@ -91,7 +133,7 @@ static size_t slot_of(const struct fair *f, size_t i)
     return s;
 }
 
-/* Entry index of sender, or -1. */
+/* Entry index of sender (live or waiting to be sent), or -1. */
 static long find(const struct fair *f, const char *sender, uint64_t h)
 {
     for (size_t s = (size_t)h & f->mask; f->slot[s]; s = (s + 1) & f->mask) {
@@ -100,6 +142,14 @@ static long find(const struct fair *f, const char *sender, uint64_t h)
             return (long)(f->slot[s] - 1);
     }
     return -1;
+}
+
+static void slot_put(struct fair *f, size_t i)
+{
+    size_t s = (size_t)f->e[i].hash & f->mask;
+    while (f->slot[s])
+        s = (s + 1) & f->mask;
+    f->slot[s] = (uint32_t)(i + 1);
 }
 
 /* Empties slot s and shifts back the entries that probed past it. */
@@ -118,37 +168,92 @@ static void slot_delete(struct fair *f, size_t s)
     }
 }
 
-static void entry_remove(struct fair *f, size_t i)
+/* Room for one more entry: the entry array doubles, and the index with
+ * it (rebuilt), so that it stays at most half full. */
+static void grow(struct fair *f)
+{
+    if (f->n_alloc < f->cap_e || f->n_free > 0)
+        return;
+    size_t cap = f->cap_e * 2;
+    f->e = xrealloc(f->e, cap * sizeof *f->e);
+    memset(f->e + f->cap_e, 0, (cap - f->cap_e) * sizeof *f->e);
+    f->free_idx = xrealloc(f->free_idx, cap * sizeof *f->free_idx);
+    f->cap_e = cap;
+    size_t slots = (f->mask + 1) * 2;
+    free(f->slot);
+    f->slot = xcalloc(slots, sizeof *f->slot);
+    f->mask = slots - 1;
+    for (size_t i = 0; i < f->n_alloc; i++)
+        if (f->e[i].sender)
+            slot_put(f, i);
+}
+
+static size_t entry_new(struct fair *f, const char *sender, uint64_t h)
+{
+    grow(f);
+    size_t i = f->n_free > 0 ? f->free_idx[--f->n_free] : f->n_alloc++;
+    f->e[i] = (struct fair_entry){.sender = xstrdup(sender), .hash = h};
+    slot_put(f, i);
+    f->n_used++;
+    return i;
+}
+
+/* Frees entry i; its name goes to the graveyard when fair_changes has just
+ * returned it (keep_name), else at once. */
+static void entry_free(struct fair *f, size_t i, bool keep_name)
 {
     slot_delete(f, slot_of(f, i));
-    free(f->e[i].sender);
-    size_t last = f->n - 1;
-    if (i != last) {
-        size_t s = slot_of(f, last);
-        f->e[i] = f->e[last];
-        f->slot[s] = (uint32_t)(i + 1);
-    }
-    f->n--;
-}
-
-static void entry_add(struct fair *f, const char *sender, uint64_t h, double v)
-{
-    size_t i = f->n++;
-    f->e[i].sender = xstrdup(sender);
-    f->e[i].hash = h;
-    f->e[i].v = v;
-    size_t s = (size_t)h & f->mask;
-    while (f->slot[s])
-        s = (s + 1) & f->mask;
-    f->slot[s] = (uint32_t)(i + 1);
-}
-
-static void clear(struct fair *f)
-{
-    for (size_t i = 0; i < f->n; i++)
+    if (keep_name) {
+        if (f->n_grave == f->cap_grave) {
+            f->cap_grave = f->cap_grave ? f->cap_grave * 2 : 16;
+            f->grave = xrealloc(f->grave, f->cap_grave * sizeof *f->grave);
+        }
+        f->grave[f->n_grave++] = f->e[i].sender;
+    } else {
         free(f->e[i].sender);
-    f->n = 0;
-    memset(f->slot, 0, (f->mask + 1) * sizeof *f->slot);
+    }
+    f->e[i] = (struct fair_entry){0};
+    f->free_idx[f->n_free++] = (uint32_t)i;
+    f->n_used--;
+}
+
+static void mark_changed(struct fair *f, size_t i)
+{
+    if (f->e[i].dirty)
+        return;
+    if (f->n_changed == f->cap_changed) {
+        f->cap_changed = f->cap_changed ? f->cap_changed * 2 : 16;
+        f->changed = xrealloc(f->changed, f->cap_changed * sizeof *f->changed);
+    }
+    f->changed[f->n_changed++] = (uint32_t)i;
+    f->e[i].dirty = true;
+}
+
+/* Entry i gets v (a lead again if it had none). */
+static void entry_set(struct fair *f, size_t i, double v)
+{
+    if (!f->e[i].live) {
+        f->e[i].live = true;
+        f->n_live++;
+    }
+    f->e[i].v = v;
+    mark_changed(f, i);
+}
+
+/* Entry i loses its lead: it stays until the copy has been told (stored
+ * or already in the changed list), else it goes at once. */
+static void entry_forget(struct fair *f, size_t i)
+{
+    if (!f->e[i].live)
+        return;
+    f->e[i].live = false;
+    f->n_live--;
+    if (f->e[i].dirty)
+        return;
+    if (f->e[i].stored)
+        mark_changed(f, i);
+    else
+        entry_free(f, i, false);
 }
 
 /* ---- leads ---- */
@@ -158,65 +263,68 @@ static double lead_of(const struct fair *f, size_t i, double scale)
     return (f->e[i].v - f->vmin) / scale;
 }
 
-/* Moves the frame to now once a half-life has passed (D-55). */
-static void advance(struct fair *f, uint64_t now_ms)
-{
-    if (now_ms <= f->frame_ms)
-        return;
-    uint64_t elapsed = now_ms - f->frame_ms;
-    if (f->half_life_ms == 0 || elapsed >= 64 * f->half_life_ms) {
-        clear(f); /* every lead has decayed to nothing */
-        f->vmin = 0;
-        f->acc = INFINITY;
-        f->frame_ms = now_ms;
-        return;
-    }
-    if (elapsed < f->half_life_ms)
-        return;
-    double s = scale_at(f, now_ms);
-    for (size_t i = 0; i < f->n; i++)
-        f->e[i].v = lead_of(f, i, s);
-    f->vmin = 0;
-    f->acc /= s;
-    f->frame_ms = now_ms;
-}
-
 /* A lead "worth less than one message" is forgotten (D-56): less than half
  * an average message, i.e. one that rounds to no message. Forgetting below
  * a whole average would forget, half of the time, the lead of a sender
  * that has just been served one ordinary message (its measured time is
  * about one average), and then its older rows would win every tie with a
- * newcomer forever: measured with one busy sender and one arriving. */
+ * newcomer forever: measured with one busy sender and one arriving.
+ * workqueue_claim_fair applies the same rule to the copy. */
 static double forget_below(const struct fair *f)
 {
     return f->avg * 0.5;
 }
 
-/* Drops every entry worth less than one message (D-56). */
-static void sweep(struct fair *f, double scale)
+/* Forgets every entry worth less than one message (D-56). */
+static void sweep(struct fair *f, double scale, uint64_t now_ms)
 {
-    for (size_t i = f->n; i-- > 0;)
-        if (lead_of(f, i, scale) < forget_below(f))
-            entry_remove(f, i);
+    for (size_t i = 0; i < f->n_alloc; i++)
+        if (f->e[i].live && lead_of(f, i, scale) < forget_below(f))
+            entry_forget(f, i);
+    f->swept_ms = now_ms;
+}
+
+/* On a charge path: sweeps once a half-life, moves the frame once every
+ * REBASE_HALF_LIVES (D-55, D-56). */
+static void advance(struct fair *f, uint64_t now_ms)
+{
+    if (now_ms <= f->frame_ms)
+        return;
+    uint64_t hl = f->half_life_ms;
+    if (hl == 0 || now_ms - f->frame_ms >= REBASE_HALF_LIVES * hl) {
+        double s = scale_at(f, now_ms);
+        for (size_t i = 0; i < f->n_alloc; i++)
+            if (f->e[i].live)
+                f->e[i].v = lead_of(f, i, s);
+        f->vmin = 0;
+        f->acc /= s;
+        f->frame_ms = now_ms;
+        sweep(f, 1.0, now_ms);
+        if (f->n_live > 0 || f->stored_any)
+            f->need_sync = true; /* every v of the copy is of the old frame */
+        return;
+    }
+    if (now_ms - f->swept_ms >= hl)
+        sweep(f, scale_at(f, now_ms), now_ms);
 }
 
 /* Makes room for a sender whose lead would be lead_usec: the forgotten
  * go first, then the smallest lead if it is smaller. False: no room, the
  * new sender stays level with the least served (the smallest error). */
-static bool make_room(struct fair *f, double lead_usec, double scale)
+static bool make_room(struct fair *f, double lead_usec, double scale, uint64_t now_ms)
 {
-    if (f->n < f->max)
+    if (f->n_live < f->max)
         return true;
-    sweep(f, scale);
-    if (f->n < f->max)
+    sweep(f, scale, now_ms);
+    if (f->n_live < f->max)
         return true;
-    size_t min = 0;
-    for (size_t i = 1; i < f->n; i++)
-        if (f->e[i].v < f->e[min].v)
+    size_t min = SIZE_MAX;
+    for (size_t i = 0; i < f->n_alloc; i++)
+        if (f->e[i].live && (min == SIZE_MAX || f->e[i].v < f->e[min].v))
             min = i;
-    if (lead_of(f, min, scale) >= lead_usec)
+    if (min == SIZE_MAX || lead_of(f, min, scale) >= lead_usec)
         return false;
-    entry_remove(f, min);
+    entry_forget(f, min);
     return true;
 }
 
@@ -230,16 +338,19 @@ static void add_lead(struct fair *f, const char *sender, double delta_usec, uint
     double s = scale_at(f, now_ms);
     uint64_t h = hash_of(sender);
     long i = find(f, sender, h);
-    if (i >= 0) {
+    if (i >= 0 && f->e[i].live) {
+        double v = lead_of(f, (size_t)i, s) < forget_below(f) ? f->vmin : f->e[i].v;
+        entry_set(f, (size_t)i, v + delta_usec * s);
         if (lead_of(f, (size_t)i, s) < forget_below(f))
-            f->e[i].v = f->vmin;
-        f->e[i].v += delta_usec * s;
-        if (lead_of(f, (size_t)i, s) < forget_below(f))
-            entry_remove(f, (size_t)i);
+            entry_forget(f, (size_t)i);
         return;
     }
-    if (delta_usec >= forget_below(f) && make_room(f, delta_usec, s))
-        entry_add(f, sender, h, f->vmin + delta_usec * s);
+    if (delta_usec < forget_below(f) || !make_room(f, delta_usec, s, now_ms))
+        return;
+    i = find(f, sender, h); /* make_room may have freed it */
+    if (i < 0)
+        i = (long)entry_new(f, sender, h);
+    entry_set(f, (size_t)i, f->vmin + delta_usec * s);
 }
 
 static void measure(struct fair *f, double usec)
@@ -264,26 +375,40 @@ struct fair *fair_new(uint64_t half_life_ms, size_t max_senders, uint64_t now_ms
     f->max = max_senders ? max_senders : FAIR_DEFAULT_MAX_SENDERS;
     if (f->max > UINT32_MAX / 4)
         f->max = UINT32_MAX / 4;
-    size_t slots = 16;
-    while (slots < 2 * f->max)
-        slots *= 2;
-    f->mask = slots - 1;
-    f->slot = xcalloc(slots, sizeof *f->slot);
-    f->e = xcalloc(f->max, sizeof *f->e);
-    f->frame_ms = now_ms;
+    f->cap_e = INITIAL_ENTRIES;
+    f->e = xcalloc(f->cap_e, sizeof *f->e);
+    f->free_idx = xcalloc(f->cap_e, sizeof *f->free_idx);
+    f->mask = 2 * f->cap_e - 1;
+    f->slot = xcalloc(f->mask + 1, sizeof *f->slot);
+    f->frame_ms = f->swept_ms = now_ms;
+    f->need_sync = true; /* the copy may hold an earlier incarnation's leads */
     f->avg = FAIR_DEFAULT_AVG_USEC;
     f->acc = INFINITY;
     f->fifo_credit = -1;
     return f;
 }
 
+static void bury(struct fair *f)
+{
+    for (size_t i = 0; i < f->n_grave; i++)
+        free(f->grave[i]);
+    f->n_grave = 0;
+}
+
 void fair_free(struct fair *f)
 {
     if (!f)
         return;
-    clear(f);
+    for (size_t i = 0; i < f->n_alloc; i++)
+        free(f->e[i].sender);
+    bury(f);
+    free(f->grave);
     free(f->e);
+    free(f->free_idx);
     free(f->slot);
+    free(f->changed);
+    free(f->out_s);
+    free(f->out_v);
     free(f->window_after);
     free(f);
 }
@@ -295,14 +420,13 @@ double fair_average(const struct fair *f)
 
 size_t fair_count(const struct fair *f)
 {
-    return f->n;
+    return f->n_live;
 }
 
 double fair_lead(struct fair *f, const char *sender, uint64_t now_ms)
 {
-    advance(f, now_ms);
     long i = find(f, sender, hash_of(sender));
-    if (i < 0)
+    if (i < 0 || !f->e[i].live)
         return 0;
     double lead = lead_of(f, (size_t)i, scale_at(f, now_ms));
     return lead < forget_below(f) ? 0 : lead;
@@ -374,21 +498,84 @@ void fair_claimed(struct fair *f, const char *window_next, bool window_lap, int 
     fair_level(f, lead_floor_usec, w, now_ms);
 }
 
-size_t fair_export(struct fair *f, uint64_t now_ms, const char **senders, double *leads_usec, size_t max)
+void fair_frame(const struct fair *f, uint64_t now_ms, double *base, double *scale)
 {
-    advance(f, now_ms);
-    double s = scale_at(f, now_ms);
-    size_t out = 0;
-    for (size_t i = f->n; i-- > 0;) {
-        double lead = lead_of(f, i, s);
-        if (lead < forget_below(f)) {
-            entry_remove(f, i); /* moves an entry already seen into i */
+    *base = f->vmin;
+    *scale = scale_at(f, now_ms);
+}
+
+void fair_resync(struct fair *f)
+{
+    f->need_sync = true;
+    f->stored_any = true;
+}
+
+static void out_put(struct fair *f, size_t *n, const char *sender, double v)
+{
+    if (*n == f->cap_out) {
+        f->cap_out = f->cap_out ? f->cap_out * 2 : 16;
+        f->out_s = xrealloc(f->out_s, f->cap_out * sizeof *f->out_s);
+        f->out_v = xrealloc(f->out_v, f->cap_out * sizeof *f->out_v);
+    }
+    f->out_s[*n] = sender;
+    f->out_v[(*n)++] = v;
+}
+
+/* Every live entry, as the whole copy; the forgotten ones go. */
+static size_t changes_all(struct fair *f)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < f->n_alloc; i++) {
+        struct fair_entry *e = &f->e[i];
+        if (!e->sender)
             continue;
-        }
-        if (out < max) {
-            senders[out] = f->e[i].sender;
-            leads_usec[out++] = lead;
+        e->dirty = false;
+        if (e->live) {
+            e->stored = true;
+            out_put(f, &n, e->sender, e->v);
+        } else {
+            entry_free(f, i, false);
         }
     }
-    return out;
+    f->n_changed = 0;
+    f->need_sync = false;
+    f->stored_any = n > 0;
+    return n;
+}
+
+/* The changed entries; a forgotten one the copy holds is sent as lead 0. */
+static size_t changes_since(struct fair *f)
+{
+    size_t n = 0;
+    for (size_t k = 0; k < f->n_changed; k++) {
+        size_t i = f->changed[k];
+        struct fair_entry *e = &f->e[i];
+        e->dirty = false;
+        if (e->live) {
+            e->stored = true;
+            f->stored_any = true;
+            out_put(f, &n, e->sender, e->v);
+        } else if (e->stored && !f->need_sync) {
+            out_put(f, &n, e->sender, f->vmin);
+            entry_free(f, i, true);
+        } else {
+            entry_free(f, i, false);
+        }
+    }
+    f->n_changed = 0;
+    return n;
+}
+
+size_t fair_changes(struct fair *f, const char *const **senders, const double **values, bool *sync)
+{
+    bury(f);
+    size_t n;
+    *sync = f->need_sync && (f->n_live > 0 || f->stored_any);
+    if (*sync)
+        n = changes_all(f);
+    else
+        n = changes_since(f); /* with need_sync left: nothing stored, nothing to delete */
+    *senders = f->out_s;
+    *values = f->out_v;
+    return n;
 }

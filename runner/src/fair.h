@@ -1,26 +1,35 @@
 /* fair.h — fair scheduling between senders: one stage's sender leads
- * (D-48..D-57), kept in memory by the dispatcher and passed to
- * pepsi.workqueue_claim_fair. Pure: no I/O, no clock of its own (every
- * call takes now_ms from the caller's monotonic clock), no libuv, no libpq.
+ * (D-48..D-57), kept in memory by the dispatcher and copied, as they
+ * change, to pepsi.fair_lead, where pepsi.workqueue_claim_fair reads the
+ * leads of its window's senders (issue 12; docs/fair-scheduling.md). Pure:
+ * no I/O, no clock of its own (every call takes now_ms from the caller's
+ * monotonic clock), no libuv, no libpq.
  *
  * A sender's lead is the worker time (µs) its messages have used at this
  * stage beyond the least-served waiting sender (D-48). The dispatcher, per
  * stage:
- *   - claim round: fair_average(), fair_export(), fair_window_after() and
- *     fair_fifo_credit() give the stage's p_avg_usec, its (sender, lead)
- *     entries, p_window_after and p_fifo_credit; when the claim returns
- *     rows of the stage, fair_claimed() with the stage's per-stage columns
- *     (once, before the charges), then fair_charge_claim() for every row,
- *     keeping the returned amount with the in-flight message (D-49);
+ *   - claim round: fair_average(), fair_frame(), fair_changes(),
+ *     fair_window_after() and fair_fifo_credit() give the stage's
+ *     p_avg_usec, p_lead_base, p_lead_scale, its part of the lead arrays
+ *     with p_lead_sync, p_window_after and p_fifo_credit; when the claim
+ *     returns rows of the stage, fair_claimed() with the stage's per-stage
+ *     columns (once, before the charges), then fair_charge_claim() for every
+ *     row, keeping the returned amount with the in-flight message (D-49);
+ *     fair_resync() when the claim said leads_lost, or when a claim that
+ *     carried changes was not answered;
  *   - the worker's answer: fair_correct() with the measured time, for the
  *     claimed stage with the charge kept, and for each other stage of a
  *     fused report with charged 0 (D-50);
  *   - requeued without having run: fair_refund() (D-51);
  *   - timed out: fair_timeout() charges MAX_RUNTIME (D-52).
  * Leads decay by half every half-life, computed exactly from the clock
- * whenever the stage is touched (D-55); a lead under half an average message
- * is forgotten, i.e. level with the least served, and so is every sender
- * the table has no room for (D-54, D-56). A restart forgets all. */
+ * (D-55): a lead is (v - base) / scale(now), so time moves no value; a
+ * lead under half an average message counts as 0 and is forgotten (D-54,
+ * D-56). Every sender with a lead is kept, up to max_senders (a memory
+ * bound far above any real count of active senders). A restart forgets
+ * all. Only changes (charges, corrections, forgetting on a charge path)
+ * produce anything to send: reading leads, and time passing, never do, so
+ * an idle dispatcher writes nothing (D-139). */
 #ifndef PEPSI_FAIR_H
 #define PEPSI_FAIR_H
 
@@ -30,8 +39,9 @@
 
 /* The average time per message before the first measurement, µs. */
 #define FAIR_DEFAULT_AVG_USEC 1000.0
-/* Senders with a lead kept per stage when fair_new gets max_senders 0. */
-#define FAIR_DEFAULT_MAX_SENDERS 1024
+/* Senders with a lead kept per stage at most when fair_new gets
+ * max_senders 0 (memory grows with the senders, about 64 bytes each). */
+#define FAIR_DEFAULT_MAX_SENDERS 1048576
 /* Weight of a new measurement in the running average (1/8). */
 #define FAIR_AVG_WEIGHT 0.125
 
@@ -51,7 +61,8 @@ void fair_free(struct fair *f);
 
 /* The stage's running average time per message, µs (> 0): p_avg_usec. */
 double fair_average(const struct fair *f);
-/* Senders with a lead in the table (an upper bound for fair_export). */
+/* Senders with a lead in the table (some may have decayed under half an
+ * average since the last charge: they count as 0 and go at the next sweep). */
 size_t fair_count(const struct fair *f);
 /* The sender's lead now, µs; 0 for a sender level with the least served. */
 double fair_lead(struct fair *f, const char *sender, uint64_t now_ms);
@@ -91,10 +102,21 @@ int fair_fifo_credit(const struct fair *f);
 void fair_claimed(struct fair *f, const char *window_next, bool window_lap, int fifo_credit,
                   double lead_floor_usec, uint64_t now_ms);
 
-/* Writes up to max (sender, lead) pairs with a lead of at least half an average
- * (the others are forgotten, D-56) into senders[] and leads_usec[] and
- * returns how many: the stage's part of p_lead_senders/p_lead_usec. The
- * names belong to the table and stay valid until the next call on f. */
-size_t fair_export(struct fair *f, uint64_t now_ms, const char **senders, double *leads_usec, size_t max);
+/* The stage's frame now: every lead is (v - *base) / *scale, v as sent by
+ * fair_changes (p_lead_base, p_lead_scale). scale is finite, >= 1. */
+void fair_frame(const struct fair *f, uint64_t now_ms, double *base, double *scale);
+
+/* The leads to send with the next claim of this stage: the senders whose
+ * v changed since the last call (a forgotten sender with v = base, lead 0:
+ * delete), or, when *sync is set, every sender with a lead (p_lead_sync:
+ * the copy keeps only these). Writes pointers to the names and values
+ * into *senders and *values (owned by f, valid until the next call on f)
+ * and returns how many. Nothing changed: 0 and no sync. */
+size_t fair_changes(struct fair *f, const char *const **senders, const double **values, bool *sync);
+
+/* The copy of the leads cannot be trusted (the claim said leads_lost, or
+ * a claim that carried changes went unanswered): the next fair_changes
+ * sends every lead with sync. */
+void fair_resync(struct fair *f);
 
 #endif

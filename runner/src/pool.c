@@ -36,6 +36,7 @@ struct worker {
     bool retiring;                 /* no new ids: recycle once drained */
     bool hung;                     /* killed for MAX_RUNTIME */
     bool protocol_error;           /* torn down for an unreadable line (D-27) */
+    bool after_74;                 /* its last answer was 74: it lost its database connection */
     bool in_closed;
     bool exited;
     int64_t exit_status;
@@ -47,6 +48,7 @@ struct worker {
     struct line_buf out_lb;
     struct line_buf err_lb;
     char last_err[256];            /* the child's last stderr line, to name a cause */
+    char violation[320];           /* how it broke the protocol, for the log and the strike */
 };
 
 struct write_req {
@@ -276,12 +278,21 @@ static void worker_give(struct worker *w, const int64_t *ids, size_t n, uint64_t
 
 /* ---- lines from the child ---- */
 
+/* A line that breaks the protocol (D-27): the worker is torn down. After
+ * ready, the stage is held back for the cool-down at once, as after a
+ * failed start (issue 12): a worker that prints a stray line on every
+ * start must not be respawned in a loop. Its head message is struck when
+ * it is finalized (worker_broke_protocol). */
 static void worker_protocol_error(struct worker *w, const char *why, const char *line, size_t len)
 {
-    log_error(w->stage->name, "worker pid=%d is out of step (%s): \"%.*s\"; tearing it down",
-              w->pid, why, (int)(len > 200 ? 200 : len), line);
+    struct stage *s = w->stage;
+    int n = (int)(len > 200 ? 200 : len);
+    log_error(s->name, "worker pid=%d is out of step (%s): \"%.*s\"; tearing it down", w->pid, why, n, line);
+    snprintf(w->violation, sizeof w->violation, "%s: \"%.*s\"", why, n, line);
     w->protocol_error = true;
     w->state = WORKER_CLOSING;
+    if (w->ready)
+        s->cooldown_until_ms = now_ms() + (uint64_t)s->env->cooldown_ms;
     worker_kill_group(w, SIGKILL);
 }
 
@@ -302,6 +313,8 @@ static int worker_status_line(struct worker *w, const char *line, size_t len)
     }
     uint64_t usec = now_us() - w->head_since_us;
     int64_t id = worker_pop(w);
+    w->after_74 = st.status == EXIT_IOERR;
+    w->stage->protocol_violations = 0;
     uv_timer_stop(&w->runtime);
     if (w->count > 0)
         worker_start_head(w);
@@ -499,6 +512,59 @@ static void worker_died_working(struct worker *w, const char *how)
     worker_requeue_all(w);
 }
 
+/* A worker torn down for a line that breaks the protocol after ready: as
+ * a crash (D-81), its head message gets a strike and the rest go back
+ * untouched (D-89); the stage was cooled down when the line came
+ * (worker_protocol_error), like a failed start (D-90). Issue 12: before,
+ * nothing was struck and the worker was respawned in a hot loop. */
+static void worker_broke_protocol(struct worker *w)
+{
+    struct stage *s = w->stage;
+    struct pool_events *ev = &s->env->ev;
+    char reason[512];
+
+    s->protocol_violations++;
+    if (w->count == 0) {
+        log_warning(s->name, "worker pid=%d broke the worker protocol (%s) holding no message; no new worker "
+                    "for %lld ms (%llu violation(s) in a row)", w->pid, w->violation,
+                    (long long)s->env->cooldown_ms, (unsigned long long)s->protocol_violations);
+        return;
+    }
+    int64_t id = worker_pop(w);
+    snprintf(reason, sizeof reason, "stage %s: worker broke the protocol: %s", s->name, w->violation);
+    log_warning(s->name, "worker pid=%d broke the worker protocol (%s) holding message %lld; striking it, "
+                "requeueing %zu, no new worker for %lld ms (%llu violation(s) in a row)", w->pid, w->violation,
+                (long long)id, w->count, (long long)s->env->cooldown_ms,
+                (unsigned long long)s->protocol_violations);
+    ev->strike(ev->arg, s, id, "crash", reason);
+    worker_requeue_all(w);
+}
+
+/* A worker that died after answering 74: it had lost its database
+ * connection, so its death is no message's fault; what it still held
+ * never ran and goes back untouched (issue 12: the next id was struck). */
+static void worker_died_after_74(struct worker *w, const char *how)
+{
+    log_warning(w->stage->name, "worker pid=%d %s after reporting a lost database connection (status 74); "
+                "its %zu queued message(s) go back to pending without a strike", w->pid, how, w->count);
+    worker_requeue_all(w);
+}
+
+/* A child that died before "ready" because the database had no connection
+ * for it (exit 75, D-94): back-pressure, not a broken stage. Its ids go
+ * back, the busiest stage is throttled (D-96) and this one cools down. */
+static void worker_overloaded_starting(struct worker *w)
+{
+    struct stage *s = w->stage;
+    struct pool_events *ev = &s->env->ev;
+    s->cooldown_until_ms = now_ms() + (uint64_t)s->env->cooldown_ms;
+    log_warning(s->name, "worker pid=%d could not connect: database overload (exit 75 before ready)%s%s; "
+                "retrying after %lld ms", w->pid, w->last_err[0] ? ": " : "", w->last_err,
+                (long long)s->env->cooldown_ms);
+    worker_requeue_all(w);
+    ev->overload(ev->arg, s);
+}
+
 static void worker_finalize(struct worker *w)
 {
     struct stage *s = w->stage;
@@ -509,10 +575,16 @@ static void worker_finalize(struct worker *w)
     w->finalized = true;
     describe_exit(w, how, sizeof how);
     uv_timer_stop(&w->runtime);
-    if (!w->ready)
+    if (!w->ready && !w->term_signal && w->exit_status == EXIT_TEMPFAIL && !s->env->shutting_down)
+        worker_overloaded_starting(w);
+    else if (!w->ready)
         worker_died_starting(w, how);
-    else if (w->count > 0 && (s->env->shutting_down || w->protocol_error))
+    else if (w->count > 0 && s->env->shutting_down)
         worker_requeue_all(w);
+    else if (w->protocol_error && !s->env->shutting_down)
+        worker_broke_protocol(w);
+    else if (w->count > 0 && w->after_74 && !w->hung)
+        worker_died_after_74(w, how);
     else if (w->count > 0)
         worker_died_working(w, how);
     else if (w->state == WORKER_READY && !s->env->shutting_down)

@@ -1,5 +1,5 @@
 /* pool.h — a stage's elastic pool of worker processes (D-62..D-68) and the
- * runner's side of the worker protocol (D-21..D-28, D-79..D-91).
+ * runner's side of the worker protocol (D-21..D-28, D-79..D-91, D-94).
  * A worker is spawned only when its stage has work and free capacity,
  * takes up to QUEUE_LIMIT ids in one write, answers them in order, is
  * stopped after WORKER_IDLE_TIMEOUT idle or once its pipeline drains after
@@ -27,9 +27,13 @@ struct pool_events {
                      uint64_t usec);
     /* These ids were handed out but never ran: back to pending (D-89, D-90). */
     void (*requeue)(void *arg, struct stage *s, const int64_t *ids, size_t n);
-    /* The head message of a worker that crashed ("crash", D-81) or hung
-     * past MAX_RUNTIME ("hang", D-82). */
+    /* The head message of a worker that crashed ("crash", D-81), broke
+     * the protocol after ready (also "crash", issue 12) or hung past
+     * MAX_RUNTIME ("hang", D-82). */
     void (*strike)(void *arg, struct stage *s, int64_t id, const char *kind, const char *reason);
+    /* A worker of stage s could not get a database connection at start
+     * (exit 75 before ready): back-pressure, as a status 75 (D-94, D-96). */
+    void (*overload)(void *arg, struct stage *s);
     /* Capacity was freed or a worker went away: time for a claim round. */
     void (*wake)(void *arg);
     void *arg;
@@ -68,6 +72,7 @@ struct stage {
     uint64_t throttle_until_ms;    /* when the lowered cap expires */
     uint64_t cooldown_until_ms;    /* no new worker before this (D-90, D-91) */
     uint64_t spawn_failures;       /* consecutive deaths before ready, for the log */
+    uint64_t protocol_violations;  /* consecutive workers torn down for a bad line after ready */
     bool retired;                  /* replaced by a configuration reload: takes no new work */
     struct stage_delta delta;      /* statistics since the last flush */
 };

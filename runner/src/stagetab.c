@@ -1,6 +1,7 @@
 /* stagetab.c — see stagetab.h. */
 #include "stagetab.h"
 
+#include "graph.h"
 #include "overlay.h"
 #include "util.h"
 
@@ -15,6 +16,9 @@ struct stagetab *stagetab_load(const char *path, const PGresult *res, struct poo
         free(t);
         return NULL;
     }
+    /* A cycle no message can leave is legal, but each message that enters
+     * it runs until MAX_HOPS fails it: say so at start and on reload. */
+    graph_warn_traps(&t->conf, "config");
     t->n_stages = t->conf.n_stages;
     t->stages = xcalloc(t->n_stages ? t->n_stages : 1, sizeof *t->stages);
     for (size_t i = 0; i < t->n_stages; i++)

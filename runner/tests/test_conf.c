@@ -52,6 +52,7 @@ static void test_defaults(void)
     CHECK_STR(c.path, NAME, "the name stands in for the path");
     CHECK(c.allow_fusion == true, "D-126: ALLOW_FUSION defaults to yes");
     CHECK(c.share_telemetry == false, "SHARE_TELEMETRY defaults to no");
+    CHECK_INT(c.max_hops, 1000, "issue 12: MAX_HOPS defaults to 1000");
     CHECK_STR(c.conninfo, "", "CONNINFO defaults to \"\" (libpq defaults)");
     CHECK(c.worker_conninfo == NULL, "issue 11: WORKER_CONNINFO is unset by default");
     CHECK(c.worker_synchronous_commit == false, "D-77: WORKER_SYNCHRONOUS_COMMIT defaults to no");
@@ -97,6 +98,7 @@ static void test_all_keys_set(void)
     const char *text = "[pepsi]\n"
                        "ALLOW_FUSION = no\n"
                        "SHARE_TELEMETRY = yes\n"
+                       "MAX_HOPS = 50\n"
                        "[pepsi-postgres]\n"
                        "CONNINFO = host=/tmp dbname=pepsi\n"
                        "WORKER_CONNINFO = host=/tmp dbname=pepsi user=worker\n"
@@ -130,6 +132,7 @@ static void test_all_keys_set(void)
     if (good(text, &c, "every key set") != 0)
         return;
     CHECK(!c.allow_fusion && c.share_telemetry, "D-136: [pepsi] values");
+    CHECK_INT(c.max_hops, 50, "issue 12: MAX_HOPS = 50");
     CHECK_STR(c.conninfo, "host=/tmp dbname=pepsi", "CONNINFO with '=' in the value");
     CHECK_STR(c.worker_conninfo, "host=/tmp dbname=pepsi user=worker", "issue 11: WORKER_CONNINFO");
     CHECK(c.worker_synchronous_commit, "D-77: WORKER_SYNCHRONOUS_COMMIT = on");
@@ -238,6 +241,14 @@ static void test_value_errors(void)
     bad("[pepsi]\nALLOW_FUSION = maybe\n", NAME ":2: ",
         "key \"ALLOW_FUSION\" in [pepsi]: invalid value \"maybe\": expected yes or no",
         "a bad boolean");
+    bad("[pepsi]\nMAX_HOPS = 0\n", NAME ":2: ",
+        "key \"MAX_HOPS\" in [pepsi]: invalid value \"0\": expected an integer from 1 to 100000000",
+        "issue 12: MAX_HOPS 0 (no limit) is refused");
+    bad("[pepsi]\nMAX_HOPS = 100000001\n", NAME ":2: ",
+        "key \"MAX_HOPS\" in [pepsi]: invalid value \"100000001\": expected an integer from 1 to 100000000",
+        "issue 12: MAX_HOPS above what SQL accepts is refused");
+    bad("[pepsi-dispatch]\nMAX_HOPS = 10\n", NAME ":2: ", "unknown key \"MAX_HOPS\" in [pepsi-dispatch]",
+        "issue 12: MAX_HOPS belongs to [pepsi], which workers read");
     bad("[pepsi-dispatch]\nFAIR_FIFO_PERCENT = 101\n", NAME ":2: ",
         "key \"FAIR_FIFO_PERCENT\" in [pepsi-dispatch]: invalid value \"101\": expected an "
         "integer from 0 to 100",
@@ -666,7 +677,7 @@ static void test_shipped_example(void)
         printf("#   error: %s\n", err);
         return;
     }
-    CHECK(c.allow_fusion && !c.share_telemetry && c.poll_interval_ms == 5000
+    CHECK(c.allow_fusion && !c.share_telemetry && c.max_hops == 1000 && c.poll_interval_ms == 5000
               && c.fair_fifo_percent == 10 && c.config_file == NULL,
           "conf/pepsi.conf keeps the defaults");
     const struct stage_conf *r = conf_stage(&c, "receive"), *t = conf_stage(&c, "transform"),

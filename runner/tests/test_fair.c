@@ -1,7 +1,9 @@
 /* test_fair.c — the lead arithmetic of fair scheduling (runner/src/fair.c):
  * charge, correct, refund, timeout, half-life decay on a moved clock,
  * the forget threshold, new and idle senders level with the least served,
- * the lap rule of fair_level, export and bounded memory (D-48..D-57). */
+ * the lap rule of fair_level, the changes sent to the claim's copy of the
+ * leads (pepsi.fair_lead) and memory that keeps every sender (D-48..D-57,
+ * issue 12). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,7 +107,7 @@ static void test_decay(void)
     CHECK_NEAR(fair_lead(f, "user:d", 5000 + 2 * H), 2000, "D-55: after two half-lives it is a quarter");
     fair_charge_claim(f, "user:d", 5000 + 2 * H);
     CHECK_NEAR(fair_lead(f, "user:d", 5000 + 3 * H), 1500, "D-55: a charge decays from when it was made");
-    CHECK_NEAR(fair_lead(f, "user:d", 5000 + 2 * H), 1500, "a clock that goes back counts as no time (1500 stays)");
+    CHECK_NEAR(fair_lead(f, "user:d", 5000 + 2 * H), 3000, "issue 12: a read moves nothing: at 2 half-lives the lead is 3000 again");
     fair_free(f);
 
     f = fair_new(H, 0, 0);
@@ -113,7 +115,8 @@ static void test_decay(void)
     fair_timeout(f, "user:huge", 0, 1e15, 0);
     CHECK_NEAR(fair_lead(f, "user:big", 30 * H), 1e15 / 1073741824.0, "D-55: 30 half-lives divide a lead by 2^30");
     CHECK_NEAR(fair_lead(f, "user:huge", 30 * H + 64 * H), 0, "D-55: 64 half-lives without a touch forget every lead");
-    CHECK_INT(fair_count(f), 0, "... and empty the table");
+    fair_charge_claim(f, "user:next", 30 * H + 64 * H);
+    CHECK_INT(fair_count(f), 1, "... and the next charge empties the table of them");
     fair_free(f);
 
     f = fair_new(0, 0, 0);
@@ -132,10 +135,8 @@ static void test_forget(void)
     CHECK_NEAR(fair_lead(f, "user:f", H / 2), 1500 / 1.4142135623730951, "D-56: 1.06 messages are still a lead");
     CHECK_NEAR(fair_lead(f, "user:f", H), 750, "D-56: 0.75 messages round to one message: still a lead");
     CHECK_NEAR(fair_lead(f, "user:f", 2 * H), 0, "D-56: a lead worth less than one message (375 < 500, half an average) is forgotten");
-    const char *s[4];
-    double l[4];
-    CHECK_INT(fair_export(f, 2 * H, s, l, 4), 0, "D-56: a forgotten lead is not exported");
-    CHECK_INT(fair_count(f), 0, "D-56: ... and leaves the table");
+    fair_charge_claim(f, "user:other", 2 * H);
+    CHECK_INT(fair_count(f), 1, "D-56: ... and leaves the table at the next charge (the sweep)");
     fair_charge_claim(f, "user:f", 2 * H);
     CHECK_NEAR(fair_lead(f, "user:f", 2 * H), 1000, "D-56: a forgotten sender starts again from 0, not from 375");
     fair_free(f);
@@ -221,26 +222,125 @@ static void test_claimed(void)
     fair_free(f);
 }
 
-static void test_export(void)
+/* The changes of one fair_changes call, looked up by sender. */
+struct sent {
+    size_t n;
+    bool sync;
+    const char *const *s;
+    const double *v;
+};
+
+static struct sent changes(struct fair *f)
+{
+    struct sent x;
+    x.n = fair_changes(f, &x.s, &x.v, &x.sync);
+    return x;
+}
+
+/* The lead the claim reads from what was sent: (v - base) / scale, 0 under
+ * half an average (workqueue_claim_fair); -1 when sender was not sent. */
+static double sent_lead(const struct sent *x, struct fair *f, const char *sender, uint64_t now)
+{
+    double base, scale;
+    fair_frame(f, now, &base, &scale);
+    for (size_t i = 0; i < x->n; i++)
+        if (strcmp(x->s[i], sender) == 0) {
+            double lead = (x->v[i] - base) / scale;
+            return lead < fair_average(f) / 2 ? 0 : lead;
+        }
+    return -1;
+}
+
+static void test_changes(void)
 {
     struct fair *f = fair_new(H, 0, 0);
+    struct sent x = changes(f);
+    CHECK(x.n == 0 && !x.sync, "issue 12: a new table sends nothing, not even a sync (an idle runner writes nothing)");
     fair_timeout(f, "user:x", 0, 3000, 0);
     fair_timeout(f, "user:y", 0, 2000, 0);
-    fair_charge_claim(f, "user:z", 0);
-    const char *s[8];
-    double l[8];
-    size_t n = fair_export(f, H + H / 2, s, l, 8);
-    CHECK_INT(n, 2, "fair_export gives the leads worth a message (z's 354 is forgotten)");
-    double x = 0, y = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (strcmp(s[i], "user:x") == 0)
-            x = l[i];
-        if (strcmp(s[i], "user:y") == 0)
-            y = l[i];
+    x = changes(f);
+    CHECK(x.n == 2 && x.sync, "issue 12: the first leads go out as a sync (every lead; older copies are dropped)");
+    CHECK_NEAR(sent_lead(&x, f, "user:x", 0), 3000, "issue 12: the claim reads x's lead from what was sent");
+    x = changes(f);
+    CHECK(x.n == 0 && !x.sync, "issue 12: nothing changed since: nothing to send");
+    CHECK_NEAR(fair_lead(f, "user:x", H + H / 2), 3000 / 2.8284271247461903, "setup: x's lead decays (D-55)");
+    x = changes(f);
+    CHECK(x.n == 0 && !x.sync, "D-139: time passing and reading leads send nothing (decay is in base and scale)");
+    double base, scale;
+    fair_frame(f, H + H / 2, &base, &scale);
+    CHECK_NEAR(scale, 2.8284271247461903, "D-55: the frame's scale after 1.5 half-lives is 2^1.5");
+
+    fair_charge_claim(f, "user:z", H + H / 2);
+    x = changes(f);
+    CHECK_INT(x.n, 1, "issue 12: a charge sends only the charged sender");
+    CHECK(!x.sync, "issue 12: ... without a sync");
+    CHECK_NEAR(sent_lead(&x, f, "user:z", H + H / 2), 1000, "issue 12: ... with its lead in the frame");
+    CHECK_NEAR(sent_lead(&x, f, "user:z", 2 * H + H / 2), 500, "D-55: ... which decays in SQL as in memory");
+
+    double c = fair_charge_claim(f, "user:w", H + H / 2);
+    fair_refund(f, "user:w", c, H + H / 2);
+    fair_charge_claim(f, "user:z", H + H / 2);
+    fair_charge_claim(f, "user:z", H + H / 2);
+    x = changes(f);
+    CHECK_INT(x.n, 1, "issue 12: several charges of one sender are one change; a lead given back before it was sent is not sent");
+    CHECK_NEAR(sent_lead(&x, f, "user:z", H + H / 2), 3000, "issue 12: ... z's lead after three charges");
+
+    fair_refund(f, "user:z", 3000, H + H / 2);
+    CHECK_NEAR(fair_lead(f, "user:z", H + H / 2), 0, "setup: z refunded to nothing");
+    x = changes(f);
+    CHECK(x.n == 1 && sent_lead(&x, f, "user:z", H + H / 2) == 0,
+          "D-56, issue 12: a forgotten sender the copy holds is sent once with lead 0 (deleted)");
+    x = changes(f);
+    CHECK_INT(x.n, 0, "issue 12: ... and only once");
+
+    fair_resync(f);
+    x = changes(f);
+    CHECK(x.sync && x.n == 2, "issue 12: after fair_resync every sender with a lead is sent, as a sync (x and y)");
+    CHECK_NEAR(sent_lead(&x, f, "user:y", H + H / 2), 2000 / 2.8284271247461903, "issue 12: ... each with its lead");
+
+    fair_charge_claim(f, "user:late", 40 * H);
+    x = changes(f);
+    CHECK(x.sync && x.n == 1, "D-55, issue 12: a charge after 32 half-lives moves the frame: a sync of what is left");
+    fair_frame(f, 40 * H, &base, &scale);
+    CHECK(base == 0 && scale == 1, "issue 12: ... the new frame starts at base 0, scale 1");
+    CHECK_NEAR(sent_lead(&x, f, "user:late", 40 * H), 1000, "issue 12: ... the charge is in it");
+    fair_free(f);
+
+    /* Every lead is exact after a long idle gap too: the scale stays finite. */
+    f = fair_new(1000, 0, 0);
+    fair_charge_claim(f, "user:a", 0);
+    (void)changes(f);
+    fair_frame(f, 5000000, &base, &scale);
+    CHECK(scale > 1e270 && scale < 1e308, "issue 12: after thousands of half-lives the scale is huge but finite (SQL float8)");
+    CHECK_NEAR(fair_lead(f, "user:a", 5000000), 0, "D-55: ... and the lead is gone");
+    fair_free(f);
+}
+
+static void test_many(void)
+{
+    /* issue 12: 10,000 senders, each with its own lead: all kept, all sent,
+     * each exact (the old table kept 1,024 and the claim saw 256). */
+    char name[32];
+    struct fair *f = fair_new(H, 0, 0);
+    for (int i = 0; i < 10000; i++) {
+        snprintf(name, sizeof name, "user:%05d", i);
+        fair_timeout(f, name, 0, 1000.0 + i, 0);
     }
-    CHECK_NEAR(x, 3000 / 2.8284271247461903, "fair_export: x's decayed lead");
-    CHECK_NEAR(y, 2000 / 2.8284271247461903, "fair_export: y's decayed lead");
-    CHECK_INT(fair_export(f, H / 2, s, l, 1), 1, "fair_export writes at most max entries");
+    CHECK_INT(fair_count(f), 10000, "issue 12: 10,000 senders with a lead: every one is kept");
+    struct sent x = changes(f);
+    CHECK(x.sync && x.n == 10000, "issue 12: ... and every one is sent to the claim's copy");
+    int exact = 0;
+    double base, scale;
+    fair_frame(f, 0, &base, &scale);
+    for (size_t i = 0; i < x.n; i++) {
+        int k = atoi(x.s[i] + 5);
+        exact += near((x.v[i] - base) / scale, 1000.0 + k) && near(fair_lead(f, x.s[i], 0), 1000.0 + k);
+    }
+    CHECK_INT(exact, 10000, "issue 12: ... each with its exact lead, in memory and as sent");
+    fair_charge_claim(f, "user:09999", 0);
+    x = changes(f);
+    CHECK(!x.sync && x.n == 1 && strcmp(x.s[0], "user:09999") == 0,
+          "issue 12: one charge among 10,000 senders sends one lead, not 10,000");
     fair_free(f);
 }
 
@@ -288,11 +388,11 @@ static void test_bounded(void)
     fair_free(f);
 
     f = fair_new(H, 0, 0);
-    for (int i = 0; i < 5000; i++) {
+    for (int i = 0; i < 50000; i++) {
         snprintf(name, sizeof name, "user:%d", i);
         fair_charge_claim(f, name, 0);
     }
-    CHECK_INT(fair_count(f), FAIR_DEFAULT_MAX_SENDERS, "5000 senders: the default table keeps %d",
+    CHECK_INT(fair_count(f), 50000, "issue 12: 50,000 senders: the default table keeps them all (at most %d)",
               FAIR_DEFAULT_MAX_SENDERS);
     fair_free(f);
     fair_free(NULL);
@@ -309,7 +409,8 @@ int main(void)
     test_level();
     test_level_lap();
     test_claimed();
-    test_export();
+    test_changes();
+    test_many();
     test_bounded();
     return unit_done();
 }

@@ -15,10 +15,12 @@
  *   0          advance to NEXT (finish when none)
  *   75         host error: retried later, 1, 2, 4 ... minutes (D-104)
  *   a signal   host error as well (an OOM kill is not the message's fault)
+ *   126, 127   host error (D-103): the command cannot be run (not found, not
+ *              executable, environment too large), which is the host's
+ *              fault; the reason says why. So is a /bin/sh that could not
+ *              be started at all.
  *   other      permanent failure, with the command's last stderr line as
- *              the reason (D-110); 126, 127 and a /bin/sh that could not be
- *              started at all say why (not found, cannot be run,
- *              environment too large) */
+ *              the reason (D-110) */
 #include "stages/stages.h"
 
 #include "log.h"
@@ -294,13 +296,14 @@ static int read_failure(int report, struct exec_failure *f)
     return n == (ssize_t)sizeof *f;
 }
 
-/* The outcome of a /bin/sh that could not be started at all. It stays a
- * permanent failure, as its 126/127 exit was; the reason says why. */
+/* The outcome of a /bin/sh that could not be started at all: a host error
+ * (D-103: a helper that cannot be started), as its 126/127 exit is; the
+ * reason says why. */
 static void exec_failed(struct pepsi_worker *w, const struct exec_failure *f, const struct exec_env *env,
                         struct pepsi_outcome *out)
 {
     const char *stage = pepsi_worker_stage(w);
-    out->kind = PEPSI_FAIL;
+    out->kind = PEPSI_HOST_ERROR;
     if (f->step == 2 && f->err == E2BIG)
         pepsi_outcome_reason(out, "stage %s: environment too large to start the command (%zu bytes in %zu "
                              "variables, %zu of them the message's; the system allows %ld): "
@@ -328,15 +331,16 @@ static void exec_outcome(struct pepsi_worker *w, int status, const char *last, s
         pepsi_outcome_reason(out, "stage %s: command killed by signal %d%s%s", stage, WTERMSIG(status),
                              sep, last);
     } else if ((code == 126 || code == 127) && strstr(last, "Argument list too long")) {
-        /* The shell could not start the command: E2BIG. */
-        out->kind = PEPSI_FAIL;
+        /* The shell could not start the command: E2BIG. Like every 126
+         * and 127, the host's fault, not the message's (D-103). */
+        out->kind = PEPSI_HOST_ERROR;
         pepsi_outcome_reason(out, "stage %s: environment too large to start the command (exit %d): %s",
                              stage, code, last);
     } else if (code == 127) {
-        out->kind = PEPSI_FAIL;
+        out->kind = PEPSI_HOST_ERROR;
         pepsi_outcome_reason(out, "stage %s: command not found (exit 127)%s%s", stage, sep, last);
     } else if (code == 126) {
-        out->kind = PEPSI_FAIL;
+        out->kind = PEPSI_HOST_ERROR;
         pepsi_outcome_reason(out, "stage %s: command cannot be run (exit 126: not executable or not "
                              "permitted)%s%s", stage, sep, last);
     } else {

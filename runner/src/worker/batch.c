@@ -4,9 +4,10 @@
  * on its stdin (never blocking for more, so a lone id runs at once), loads
  * them with one SELECT ... = ANY, runs the stage on each, and commits the
  * advances, finishes, pauses and failures with one call of
- * pepsi.workqueue_commit. It still answers one status line per id, in
- * order. Host errors keep the one-message path (they are rare and each
- * computes its own backoff). */
+ * pepsi.workqueue_commit (each advance with the stages it fused, counted
+ * as hops: one past [pepsi] MAX_HOPS comes back 'loop', issue 12). It
+ * still answers one status line per id, in order. Host errors keep the
+ * one-message path (they are rare and each computes its own backoff). */
 #include "worker/sdk_internal.h"
 
 #include "log.h"
@@ -88,23 +89,37 @@ static void set_status(struct sdk_result *res, size_t n, int status)
         res[i].status = status;
 }
 
-/* Loads the batch in one query (D-70); 0, or the status for all when it
- * failed. *r keeps the rows the messages point into. */
-static int load_batch(struct pepsi_worker *w, struct item *it, size_t n, PGresult **r)
+/* A batch that could not be loaded for an SQL error (not the connection):
+ * a host error for each of its messages (D-103), each answered as such. */
+static void batch_load_failed(struct pepsi_worker *w, struct item *it, size_t n, const PGresult *r,
+                              struct sdk_result *res)
+{
+    for (size_t i = 0; i < n; i++) {
+        int st = sdk_db_error(w, NULL, it[i].idtext, "cannot load the message", r);
+        res[i].status = st == SDK_MOVED_ON ? 0 : st;
+    }
+}
+
+/* Loads the batch in one query (D-70); 0, or -1 when it failed, with
+ * every status in res: 74/75 for a lost connection or overload (D-99,
+ * D-94), else what the host error of each message answers (issue 12:
+ * never a 74 for an SQL error). *r keeps the rows the messages point into. */
+static int load_batch(struct pepsi_worker *w, struct item *it, size_t n, PGresult **r, struct sdk_result *res)
 {
     char *ids = id_array(it, n);
     const char *p[] = {ids};
     *r = sdk_exec_prepared(w, "load_many", 1, p);
     free(ids);
-    int status = sdk_trouble_status(w, *r);
-    if (status != 0 || PQresultStatus(*r) != PGRES_TUPLES_OK) {
-        if (status == 0) {
-            log_error(w->stage, "cannot load a batch: %s", pgerr_message(w->core->conn, *r));
-            status = EXIT_IOERR;
-        }
+    if (PQresultStatus(*r) != PGRES_TUPLES_OK) {
+        log_error(w->stage, "cannot load a batch: %s", pgerr_message(w->core->conn, *r));
+        int status = sdk_trouble_status(w, *r);
+        if (status != 0)
+            set_status(res, n, status);
+        else
+            batch_load_failed(w, it, n, *r, res);
         PQclear(*r);
         *r = NULL;
-        return status;
+        return -1;
     }
     for (int row = 0; row < PQntuples(*r); row++) {
         int64_t id = strtoll(PQgetvalue(*r, row, 11), NULL, 10);
@@ -175,6 +190,13 @@ static json_t *result_json(const struct item *it)
         rc |= json_object_set_new(r, "do", json_string(next ? "advance" : "finish"));
         if (next)
             rc |= json_object_set_new(r, "next", json_string(next));
+        if (next && it->pass.via.n > 0) {
+            /* the fused stages: each one more hop (issue 12) */
+            json_t *via = json_array();
+            for (size_t k = 0; via && k < it->pass.via.n; k++)
+                rc |= json_array_append_new(via, json_string(it->pass.via.stage[k]));
+            rc |= via ? json_object_set_new(r, "via", via) : -1;
+        }
         break;
     case PEPSI_FINISH:
         rc |= json_object_set_new(r, "do", json_string("finish"));
@@ -210,7 +232,8 @@ static void commit_one_by_one(struct pepsi_worker *w, struct item *it, size_t n,
 {
     for (size_t i = 0; i < n; i++)
         if (batched(w, &it[i]))
-            res[i].status = sdk_commit(it[i].pass.at, w->stage, it[i].idtext, &it[i].pass.out, &it[i].msg);
+            res[i].status = sdk_commit(it[i].pass.at, w->stage, it[i].idtext, &it[i].pass.out, &it[i].pass.via,
+                                       &it[i].msg);
 }
 
 static void read_outcomes(struct pepsi_worker *w, PGresult *r, struct item *it, size_t n,
@@ -218,10 +241,19 @@ static void read_outcomes(struct pepsi_worker *w, PGresult *r, struct item *it, 
 {
     for (int row = 0; row < PQntuples(r); row++) {
         int64_t id = strtoll(PQgetvalue(r, row, 0), NULL, 10);
-        bool ok = strcmp(PQgetvalue(r, row, 1), "ok") == 0;
+        const char *outcome = PQgetvalue(r, row, 1);
+        bool ok = strcmp(outcome, "ok") == 0;
+        bool loop = strcmp(outcome, "loop") == 0;
         for (size_t i = 0; i < n; i++) {
             if (it[i].msg.id != id || !batched(w, &it[i]))
                 continue;
+            if (loop) {
+                /* The advance failed the message as a loop (issue 12). */
+                const struct pepsi_outcome *o = &it[i].pass.out;
+                sdk_log_loop(w, it[i].idtext, w->stage, o->next ? o->next : it[i].pass.at->section->next);
+                res[i].status = SDK_LOOP;
+                continue;
+            }
             if (!ok)
                 log_warning(w->stage, "message %s moved on before its result was written", it[i].idtext);
             /* The worker has left a failed row failed: status 1 (D-79). */
@@ -254,8 +286,10 @@ static void commit_batch(struct pepsi_worker *w, struct item *it, size_t n, stru
     }
     char *text = json_dumps(arr, JSON_COMPACT);
     json_decref(arr);
-    const char *p[] = {w->stage, text};
-    PGresult *r = text ? sdk_exec_prepared(w, "commit_many", 2, p) : NULL;
+    char hops[16];
+    snprintf(hops, sizeof hops, "%d", w->core->conf.max_hops);
+    const char *p[] = {w->stage, text, hops};
+    PGresult *r = text ? sdk_exec_prepared(w, "commit_many", 3, p) : NULL;
     free(text);
     int trouble = r ? sdk_trouble_status(w, r) : 0;
     if (trouble != 0) {
@@ -310,7 +344,7 @@ static void run_passes(struct pepsi_worker *w, struct item *it, size_t n, struct
             continue;
         }
         if (it[i].done) { /* a state that is not JSON */
-            res[i].status = sdk_commit(w, w->stage, it[i].idtext, &it[i].pass.out, &it[i].msg);
+            res[i].status = sdk_commit(w, w->stage, it[i].idtext, &it[i].pass.out, NULL, &it[i].msg);
             continue;
         }
         int st = level >= SDK_LOAD_META ? sdk_split(w, &it[i].msg, it[i].idtext) : 0;
@@ -335,8 +369,7 @@ void sdk_run_batch(struct pepsi_worker *w, const int64_t *ids, size_t n, struct 
         return;
     }
     struct item *it = make_items(w, ids, n);
-    if (!w->def->skip_load && (trouble = load_batch(w, it, n, &loaded)) != 0) {
-        set_status(res, n, trouble);
+    if (!w->def->skip_load && load_batch(w, it, n, &loaded, res) != 0) {
         free_items(it, n);
         return;
     }
@@ -346,7 +379,8 @@ void sdk_run_batch(struct pepsi_worker *w, const int64_t *ids, size_t n, struct 
      * stage's pause or failure (moved there first, D-115). */
     for (size_t i = 0; i < n; i++)
         if (it[i].present && !it[i].done && !batched(w, &it[i]))
-            res[i].status = sdk_commit(it[i].pass.at, w->stage, it[i].idtext, &it[i].pass.out, &it[i].msg);
+            res[i].status = sdk_commit(it[i].pass.at, w->stage, it[i].idtext, &it[i].pass.out, &it[i].pass.via,
+                                       &it[i].msg);
     free_items(it, n);
     PQclear(loaded);
 }

@@ -10,8 +10,10 @@
  * dispatcher, D-133); the chain is shorter than the depth cap (D-134).
  * Otherwise the advance is an ordinary hop: the outcome is the same
  * either way (D-130). The pass reports each stage it ran with its time on
- * the status line (D-135). No built-in stage rewrites the envelope,
- * headers or body, so D-133's rewrite rule never ends a chain here. */
+ * the status line (D-135), and keeps the fused stages in order (via): the
+ * one write that ends the chain counts each as a hop (issue 12). No
+ * built-in stage rewrites the envelope, headers or body, so D-133's
+ * rewrite rule never ends a chain here. */
 #include "worker/sdk_internal.h"
 
 #include "log.h"
@@ -174,6 +176,7 @@ void sdk_pass(struct pepsi_worker *w, struct pepsi_message *m, int level, struct
         if (f == NULL)
             break;
         absorb_patch(p, m);
+        p->via.stage[p->via.n++] = f->stage;
         run_stage(f, m, p);
     }
     /* The final write carries every fused stage's patch. */

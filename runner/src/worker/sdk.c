@@ -58,17 +58,18 @@ static const struct {
     {"load", LOAD_SQL},
     {"load_body", LOAD_BODY_SQL},
     {"load_many", LOAD_META ", w.workqueue_id from pepsi.workqueue w where w.workqueue_id = any($1::bigint[])"},
-    {"commit_many", "select workqueue_id, outcome from pepsi.workqueue_commit($1, $2::jsonb)"},
-    {"advance", "select pepsi.workqueue_advance($1::bigint, $2, $3, $4::jsonb)"},
+    {"commit_many", "select workqueue_id, outcome from pepsi.workqueue_commit($1, $2::jsonb, $3::int)"},
+    {"advance", "select pepsi.workqueue_advance($1::bigint, $2, $3, $4::jsonb, $5::text[], $6::int)"},
     {"finish", "select pepsi.workqueue_finish($1::bigint, $2)"},
     {"pause", "select pepsi.workqueue_pause($1::bigint, $2, now() + $3::bigint * interval '1 millisecond',"
               " $4, $5::jsonb)"},
     {"fail", "select pepsi.workqueue_fail($1::bigint, $2, $3, $4, $5::jsonb)"},
     {"host_error", "select pepsi.workqueue_host_error($1::bigint, $2, $3,"
                    " $4::bigint * interval '1 millisecond', $5)"},
-    {"move", "select pepsi.workqueue_move($1::bigint, $2, $3)"},
+    {"move", "select pepsi.workqueue_move($1::bigint, $2, $3, $4::text[], $5::int)"},
     {"split", "select pepsi.workqueue_split($1::bigint, $2, $3::jsonb)"},
-    {"settings_apply", "select pepsi.settings_apply($1::bigint, $2, $3, $4, $5::jsonb)"},
+    {"settings_apply", "select outcome from pepsi.settings_apply($1::bigint, $2, $3, $4, $5::jsonb, $6::text[],"
+                       " $7::int)"},
 };
 
 static int prepare_all(struct pepsi_worker *w)
@@ -228,27 +229,27 @@ static void pass_and_commit(struct pepsi_worker *w, struct pepsi_message *m, int
 {
     struct sdk_pass p;
     sdk_pass(w, m, level, &p);
-    res->status = sdk_commit(p.at, w->stage, idtext, &p.out, m);
+    res->status = sdk_commit(p.at, w->stage, idtext, &p.out, &p.via, m);
     memcpy(res->report, p.report, p.n_report * sizeof p.report[0]);
     res->n_report = p.n_report;
     json_decref(p.out.state_patch);
     json_decref(p.out.settings_changes);
 }
 
-/* Loads one message; 0 with *r set, 1 when it is not running here (skip
- * it, answering 0), or the status to answer. */
+/* Loads one message: 0 with *r set, SDK_MOVED_ON when it is not running
+ * here (skip it, answering 0), or else the status to answer. A lost
+ * connection is 74 and overload 75 (D-94, D-99); any other SQL error is a
+ * host error of the stage, with backoff and MAX_LIFETIME (D-103), never a
+ * 74 deferred every 30 s for ever (issue 12). */
 static int load_one(struct pepsi_worker *w, const char *idtext, PGresult **r)
 {
     const char *p[] = {idtext};
     *r = sdk_exec_prepared(w, w->def->loads_body ? "load_body" : "load", 1, p);
-    int status = sdk_trouble_status(w, *r);
-    if (status != 0 || PQresultStatus(*r) != PGRES_TUPLES_OK) {
-        if (status == 0) {
-            log_error(w->stage, "cannot load message %s: %s", idtext, pgerr_message(w->core->conn, *r));
-            status = EXIT_IOERR; /* deferred without blame; the cause is ours */
-        }
+    if (PQresultStatus(*r) != PGRES_TUPLES_OK) {
+        log_error(w->stage, "cannot load message %s: %s", idtext, pgerr_message(w->core->conn, *r));
+        int status = sdk_db_error(w, NULL, idtext, "cannot load the message", *r);
         PQclear(*r);
-        return status;
+        return status == 0 ? SDK_MOVED_ON : status;
     }
     if (PQntuples(*r) == 0 || strcmp(PQgetvalue(*r, 0, 1), "running") != 0 ||
         strcmp(PQgetvalue(*r, 0, 0), w->stage) != 0) {
@@ -282,7 +283,7 @@ void sdk_run_message(struct pepsi_worker *w, int64_t id, const char *idtext, str
     if (sdk_message_from(w, r, 0, id, &m) != 0) {
         struct pepsi_outcome out = {.kind = PEPSI_FAIL};
         pepsi_outcome_reason(&out, "stage %s: the message state is not a JSON object", w->stage);
-        res->status = sdk_commit(w, w->stage, idtext, &out, &m);
+        res->status = sdk_commit(w, w->stage, idtext, &out, NULL, &m);
     } else if ((st = sdk_split(w, &m, idtext)) != 0) {
         res->status = st == SDK_MOVED_ON ? 0 : st;
     } else {

@@ -4,9 +4,11 @@
 # OVERLOAD_WINDOW; a further 75 halves it again; then it ramps back up
 # (D-95..D-98). (2) A real connection limit: the runner and its workers log
 # in as a role limited to three connections; workers that cannot connect
-# die before ready, nothing is blamed, no message fails, all finish.
+# exit 75 before ready, which is back-pressure like a status 75: the
+# busiest stage is halved (D-94, D-96; issue 12: it used to count as a
+# failed start only), nothing is blamed, no message fails, all finish.
 . "$(dirname "$0")/lib.sh"
-plan 13
+plan 16
 
 conf=$E2E_DIR/pepsi.conf
 write_conf "$conf" OVERLOAD_WINDOW=3s <<EOF
@@ -51,8 +53,13 @@ sql "select pepsi.workqueue_inject('slow') from generate_series(1, 12)" >/dev/nu
 ok "the runner starts as the limited role (its grants suffice)" start_runner "$E2E_DIR/limited.conf"
 ok "D-90, D-94: all twelve finish although workers beyond the limit cannot connect" \
     wait_for "select count(*) from pepsi.workqueue" 0 60
-ok "D-94: workers were refused for want of connections" \
-    runner_log_has 'too many connections|worker pid=[0-9]+ exited with status 75 before ready'
+ok "D-94: a worker refused for want of connections reports overload at start (exit 75)" \
+    runner_log_has 'slow: worker pid=[0-9]+ could not connect: database overload \(exit 75 before ready\)'
+ok "issue 12, D-94, D-96: connection exhaustion at worker start halves the busiest stage" \
+    runner_log_has 'database overload reported by stage slow at worker start \(no connection slot\); stage slow limited to 2 worker'
+ok "D-97: and again at the next refusal" runner_log_has 'stage slow limited to 1 worker'
+ok "D-94: stage_stats counts the refusals as tempfailed" \
+    wait_for "select tempfailed > 0 from pepsi.stage_stats where stage = 'slow'" t 10
 ok "D-90: nothing was blamed for the refused connections" bash -c "! grep -q striking '$RUNNER_LOG'"
 stop_runner
 is "$?" 0 "clean shutdown"

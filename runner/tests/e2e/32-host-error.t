@@ -4,9 +4,10 @@
 # state.temporary_failures, retried after 1, 2, 4 ... minutes (the clock is
 # moved by rewriting the timeout); after MAX_LIFETIME it is bounced to
 # BOUNCE_STAGE, or failed as retries-exhausted without one; any other exit
-# is a permanent failure at once.
+# is a permanent failure at once. Giving up is a failure the worker
+# reports, so stage_stats counts it failed (D-80).
 . "$(dirname "$0")/lib.sh"
-plan 16
+plan 19
 
 conf=$E2E_DIR/pepsi.conf
 write_conf "$conf" <<EOF
@@ -62,11 +63,20 @@ ok "D-109: without BOUNCE_STAGE it fails" \
     wait_for "select status from pepsi.workqueue where workqueue_id = $lonely" failed 20
 is "$(sql "select failure_class || '/' || failed_stage from pepsi.failed where workqueue_id = $lonely")" \
    "retries-exhausted/lonely" "D-111: retries-exhausted, failed in its stage"
+# D-80: giving up is a failure the worker reports (non-zero), so that it
+# is counted failed, never as a success (issue 12).
+ok "D-80: stage_stats counts the exhausted message failed, not succeeded" \
+    wait_for "select failed || '/' || succeeded from pepsi.stage_stats where stage = 'lonely'" "1/0" 10
+like "$(runner_log)" "WARNING: +lonely: \[[0-9]+\] message $lonely failed: host errors outlived MAX_LIFETIME" \
+   "D-80: the worker says so"
 
 generated=$(sql "select pepsi.workqueue_inject('lonely', p_arrived_at => now() - interval '2 hours',
                                                p_state => jsonb_build_object('generated_at', now()))")
 ok "D-107: a notice counts its lifetime from state.generated_at: paused, not failed" \
     wait_for "select status from pepsi.workqueue where workqueue_id = $generated" paused 20
+ok "D-80, D-108: a bounce after MAX_LIFETIME and retries are no failures of the stage" \
+    wait_for "select (select failed from pepsi.stage_stats where stage = 'flaky') || '/'
+                     || (select failed from pepsi.stage_stats where stage = 'lonely')" "0/1" 10
 
 broken=$(sql "select pepsi.workqueue_inject('broken')")
 ok "D-110: any other exit fails the message at once" \

@@ -6,10 +6,10 @@
 #   - worker time, not counts, is shared: a sender whose messages cost 10x
 #     completes about 10x fewer (D-49, D-50);
 #   - the oldest row is still served while new senders keep arriving
-#     (FAIR_FIFO_PERCENT, D-57);
+#     (FAIR_FIFO_PERCENT, D-57), and starves without that share (control);
 #   - FAIR_SCHEDULING = no is strict oldest first (D-41).
 . "$(dirname "$0")/lib.sh"
-plan 10
+plan 12
 
 conf=$E2E_DIR/pepsi.conf
 # The command's cost depends on the sender: from:slow.example 10x.
@@ -53,23 +53,52 @@ sql "delete from pepsi.workqueue"
 : >"$E2E_DIR/done"
 
 # 3. The oldest row while new senders keep arriving, each level with the
-# least served (D-54): the FIFO share still reaches it (D-57).
+# least served (D-54): the FIFO share still reaches it (D-57). New senders
+# (20 every 0.1 s, one message each) arrive faster than one worker serves
+# them, and the feeder runs until the wait is over (issue 12: it used to
+# stop after 6 s, and the old sender was then served without any FIFO
+# share). Then the control: for as long again with FAIR_FIFO_PERCENT = 0,
+# the old sender starves, so the scenario tells the share apart.
+feed() { # feeds new senders until killed
+    local round=0
+    while :; do
+        round=$((round + 1))
+        sql "insert into pepsi.workqueue (stage, envelope_sender)
+             select 'work', format('n%s-%s@new%s-%s.example', $round, k, $round, k) from generate_series(1, 20) k" >/dev/null
+        sleep 0.1
+    done
+}
+old_done() { [ "$(done_count old.example)" -ge 20 ]; }
 sql "insert into pepsi.workqueue (stage, envelope_sender) select 'work', 'old@old.example' from generate_series(1, 20)"
 start_runner "$conf"
-( for round in $(seq 1 40); do
-      sql "insert into pepsi.workqueue (stage, envelope_sender)
-           select 'work', format('n%s-%s@new%s.example', $round, k, $round) from generate_series(1, 5) k" >/dev/null
-      sleep 0.15
-  done ) &
+feed &
 feeder=$!
-old_done() { [ "$(done_count old.example)" -ge 20 ]; }
-ok "D-57: the first sender's 20 messages all finish while new senders keep arriving" wait_cmd 40 old_done
-note "old sender: $(done_count old.example) of 20 done; new senders: $(grep -c new "$E2E_DIR/done") done"
+t0=$(date +%s%N)
+ok "D-57: the first sender's 20 messages all finish while new senders keep arriving" wait_cmd 90 old_done
+took=$(elapsed_ms "$t0")
+ok "D-57: ... the feeder was still feeding when they had (it outlasts the wait)" kill -0 "$feeder"
+note "old sender: $(done_count old.example) of 20 done in $took ms; new senders: $(grep -c new "$E2E_DIR/done") done, $(sql "select count(*) from pepsi.workqueue") waiting"
 kill "$feeder" 2>/dev/null
 wait "$feeder" 2>/dev/null
 stop_runner
 sql "delete from pepsi.workqueue"
 : >"$E2E_DIR/done"
+
+sed -i 's/^\[pepsi-dispatch\]$/[pepsi-dispatch]\nFAIR_FIFO_PERCENT = 0/' "$conf"
+sql "insert into pepsi.workqueue (stage, envelope_sender) select 'work', 'old@old.example' from generate_series(1, 20)"
+start_runner "$conf"
+feed &
+feeder=$!
+sleep "$(awk -v ms="$took" 'BEGIN { printf "%.1f", ms / 1000 }')"
+ctl=$(done_count old.example)
+ok "D-57 control: at FAIR_FIFO_PERCENT = 0, in as long, the first sender starves while new senders arrive ($ctl of 20 done)" \
+    test "$ctl" -lt 10
+kill "$feeder" 2>/dev/null
+wait "$feeder" 2>/dev/null
+stop_runner
+sql "delete from pepsi.workqueue"
+: >"$E2E_DIR/done"
+sed -i '/^FAIR_FIFO_PERCENT = 0$/d' "$conf"
 
 # 4. FAIR_SCHEDULING = no: strict oldest first (D-41).
 sed -i 's/^\[pepsi-dispatch\]$/[pepsi-dispatch]\nFAIR_SCHEDULING = no/' "$conf"

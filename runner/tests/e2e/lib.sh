@@ -4,7 +4,8 @@
 # database and exports PG*, PEPSI_RUNNER, PEPSI_E2E_TMP, PEPSI_E2E_TEMPLATE.
 # Sourcing this file then gives the test:
 #   - its own database E2E_DB, cloned from the template and dropped at exit,
-#     with the side tables e2e_visit and e2e_done the stage programs write;
+#     with the side tables e2e_visit, e2e_done and e2e_paused the stage
+#     programs write (stages/misbehave says what goes in each);
 #   - its own directory E2E_DIR (configs, logs, flag files), exported, so
 #     the stage programs under stages/ find it;
 #   - TAP helpers: plan, ok, is, like, diag, note, done_testing;
@@ -170,6 +171,8 @@ write_conf() {
         echo
         cat
     } >"$file"
+    # A configuration may hold secrets: not for other users (issue 11).
+    chmod 640 "$file"
 }
 
 # ---- the runner ----
@@ -205,7 +208,10 @@ start_runner() {
     RUNNER_LOG=$E2E_DIR/runner.$_runner_n.log
     : >"$RUNNER_LOG"
     # shellcheck disable=SC2046
-    PEPSI_E2E_TAG=$E2E_TAG $(_runner_cmd) "$RUNNER" -c "$conf" -v "$@" serve >"$RUNNER_LOG" 2>&1 </dev/null &
+    # Descriptors 5..9 are the tests' own (fifos of held sessions): the
+    # runner and its workers must not keep them open.
+    PEPSI_E2E_TAG=$E2E_TAG $(_runner_cmd) "$RUNNER" -c "$conf" -v "$@" serve >"$RUNNER_LOG" 2>&1 </dev/null \
+        5>&- 6>&- 7>&- 8>&- 9>&- &
     RUNNER_PID=$!
     local deadline=$(($(date +%s) + 60))
     until runner_log_has 'serving [0-9]+ stage'; do
@@ -306,6 +312,11 @@ _e2e_cleanup() {
     for pid in $(worker_pids); do
         kill -KILL "$pid" 2>/dev/null
     done
+    # Whatever else the test started in the background (a proxy, an HTTP
+    # sink, a held session) would keep prove's pipe open: it goes too.
+    for pid in $(jobs -p); do
+        kill -KILL "$pid" 2>/dev/null
+    done
     if [ "$_t_done" != 1 ] || [ "$_t_fail" -gt 0 ]; then
         local f
         for f in "$E2E_DIR"/runner.*.log; do
@@ -341,7 +352,9 @@ _e2e_setup() {
     if ! sql "create table e2e_visit (id bigint not null, stage text not null, pid int not null,
                                       at timestamptz not null default clock_timestamp());
               create table e2e_done (id bigint not null, stage text not null, pid int not null,
-                                     state jsonb, at timestamptz not null default clock_timestamp());"; then
+                                     state jsonb, at timestamptz not null default clock_timestamp());
+              create table e2e_paused (id bigint not null, stage text not null, status text not null,
+                                       timeout timestamptz, state jsonb, at timestamptz not null default now());"; then
         echo "not ok 1 - create the side tables in $E2E_DB"
         exit 1
     fi

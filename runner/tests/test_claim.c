@@ -1,0 +1,136 @@
+/* test_claim.c — the fair claim's parameters as the dispatcher builds them
+ * (runner/src/claim.c, issue 12): only the leads that changed since the
+ * previous claim are sent, a sync (every lead) at the first leads, after
+ * leads_lost and after a claim that went unanswered; nothing at all when
+ * nothing changed (D-139). The claim's answer is a PGresult made by hand. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "claim.h"
+#include "unit.h"
+
+/* Parameter numbers of workqueue_claim_fair in claim.c's statement. */
+enum { P_STAGES, P_CAPS, P_AVG, P_LSTAGES, P_LSENDERS, P_LV, P_FIFO, P_WINDOW, P_CREDIT, P_RELEASE, P_WSIZE,
+       P_ID, P_BASE, P_SCALE, P_SYNC };
+
+/* One claimed row of the fair claim's answer. */
+struct row {
+    const char *id, *stage, *sender, *window_next, *lap, *credit, *floor, *lost;
+};
+
+static PGresult *answer(const struct row *rows, int n)
+{
+    static const char *names[] = {"workqueue_id", "stage", "sender_key", "window_next", "window_lap",
+                                  "fifo_credit", "lead_floor", "leads_lost"};
+    PGresAttDesc att[8];
+    memset(att, 0, sizeof att);
+    for (int c = 0; c < 8; c++) {
+        att[c].name = (char *)names[c];
+        att[c].typid = 25;
+        att[c].typlen = -1;
+        att[c].atttypmod = -1;
+    }
+    PGresult *res = PQmakeEmptyPGresult(NULL, PGRES_TUPLES_OK);
+    if (!res || !PQsetResultAttrs(res, 8, att))
+        abort();
+    for (int i = 0; i < n; i++) {
+        const char *v[] = {rows[i].id, rows[i].stage, rows[i].sender, rows[i].window_next,
+                           rows[i].lap, rows[i].credit, rows[i].floor, rows[i].lost};
+        for (int c = 0; c < 8; c++)
+            if (!PQsetvalue(res, i, c, (char *)v[c], v[c] ? (int)strlen(v[c]) : -1))
+                abort();
+    }
+    return res;
+}
+
+static void claimed(struct claimer *c, const struct row *rows, int n, uint64_t now)
+{
+    PGresult *res = answer(rows, n);
+    claimer_claimed(c, res, now);
+    PQclear(res);
+}
+
+static struct claim_query build(struct claimer *c, struct stage **stages, const int *caps, size_t n, uint64_t now)
+{
+    struct claim_query q;
+    int k = claimer_build(c, stages, caps, n, (1LL << 40) + 1, false, now, &q);
+    (void)k;
+    return q;
+}
+
+int main(void)
+{
+    struct conf conf;
+    memset(&conf, 0, sizeof conf);
+    conf.fair_scheduling = true;
+    conf.fair_half_life_ms = 3600000;
+    conf.fair_fifo_percent = 10;
+    struct stage sa = {.name = "a"}, sb = {.name = "b"};
+    struct stage *stages[] = {&sa, &sb};
+    int caps[] = {4, 0};
+    struct claimer *c = claimer_new(&conf);
+
+    struct claim_query q = build(c, stages, caps, 2, 0);
+    CHECK_INT(q.n, 15, "the fair claim takes 15 parameters");
+    CHECK_CONTAINS(q.sql, "p_lead_sync => $15::boolean[]", "the statement passes p_lead_sync");
+    CHECK_STR(q.params[P_STAGES], "{\"a\"}", "a stage with capacity 0 is left out");
+    CHECK_STR(q.params[P_LSENDERS], "{}", "D-139: a new dispatcher sends no lead");
+    CHECK_STR(q.params[P_SYNC], "{f}", "D-139: ... and no sync (an idle runner writes nothing)");
+    CHECK_STR(q.params[P_BASE], "{0}", "the frame's base starts at 0");
+    CHECK_STR(q.params[P_SCALE], "{1}", "... and its scale at 1");
+    CHECK_STR(q.params[P_ID], "1099511627777", "the claim id names the incarnation of the kept leads");
+    claim_query_free(&q);
+    claimed(c, NULL, 0, 0);
+
+    struct row r1[] = {{"10", "a", "user:x", NULL, "t", "50", "0", "t"},
+                       {"11", "a", "user:y", NULL, "t", "50", "0", "t"}};
+    claimed(c, r1, 2, 0);
+    q = build(c, stages, caps, 2, 0);
+    CHECK_STR(q.params[P_LSENDERS], "{\"user:x\",\"user:y\"}", "D-49: the senders charged at claim are sent");
+    CHECK_STR(q.params[P_LV], "{1000,1000}", "D-49: ... each with one average (1000 µs)");
+    CHECK_STR(q.params[P_LSTAGES], "{\"a\",\"a\"}", "... for their stage");
+    CHECK_STR(q.params[P_SYNC], "{t}", "issue 12: the first leads go out as a sync");
+    CHECK_STR(q.params[P_CREDIT], "{50}", "D-57: the FIFO credit returned is passed back");
+    claim_query_free(&q);
+    claimed(c, NULL, 0, 0);
+
+    struct proto_status st = {.status = 0};
+    claimer_answered(c, "a", 10, &st, 3000, 0);
+    q = build(c, stages, caps, 2, 0);
+    CHECK_STR(q.params[P_LSENDERS], "{\"user:x\"}", "D-50, issue 12: a corrected charge sends that sender only");
+    CHECK_STR(q.params[P_LV], "{3000}", "D-50: ... with the measured time (3000 µs)");
+    CHECK_STR(q.params[P_SYNC], "{f}", "issue 12: ... without a sync");
+    claim_query_free(&q);
+    claimed(c, NULL, 0, 0);
+
+    q = build(c, stages, caps, 2, 0);
+    CHECK_STR(q.params[P_LSENDERS], "{}", "D-139: nothing changed: no lead is sent");
+    CHECK_STR(q.params[P_SYNC], "{f}", "D-139: ... and no sync");
+    claim_query_free(&q);
+    claimed(c, NULL, 0, 0);
+
+    claimer_requeued(c, 11, 0);
+    q = build(c, stages, caps, 2, 0);
+    CHECK_STR(q.params[P_LSENDERS], "{\"user:y\"}", "D-51, D-56: y refunded to nothing is sent once more...");
+    CHECK_STR(q.params[P_LV], "{0}", "... at the frame's base: lead 0, deleted from the copy");
+    claim_query_free(&q);
+    /* No answer to that claim (lost with the connection): the next one
+     * resends the whole copy. */
+    q = build(c, stages, caps, 2, 0);
+    CHECK_STR(q.params[P_LSENDERS], "{\"user:x\"}", "issue 12: after an unanswered claim every lead is sent (x)...");
+    CHECK_STR(q.params[P_SYNC], "{t}", "issue 12: ... as a sync");
+    claim_query_free(&q);
+    claimed(c, NULL, 0, 0);
+
+    struct row r2[] = {{"12", "a", "user:z", "user:m", "f", "60", "0", "t"}};
+    claimed(c, r2, 1, 0);
+    q = build(c, stages, caps, 2, 0);
+    CHECK_STR(q.params[P_SYNC], "{t}", "issue 12: leads_lost from the claim: the next claim syncs the stage");
+    CHECK_STR(q.params[P_WINDOW], "{\"user:m\"}", "D-60: window_next is passed back as p_window_after");
+    claim_query_free(&q);
+    claimed(c, NULL, 0, 0);
+
+    claimer_free(c);
+    return unit_done();
+}
