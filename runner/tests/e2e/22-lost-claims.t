@@ -24,7 +24,7 @@ port=$(cat "$portfile")
 # proxy cut|heal N: signals the proxy and waits until it has done it.
 proxy() {
     kill -"$([ "$1" = cut ] && echo USR1 || echo USR2)" "$proxy_pid"
-    wait_cmd 10 grep -qx "$1 $2" "$portfile.state"
+    wait_cmd 10 grep -sqx "$1 $2" "$portfile.state"
 }
 
 conf=$E2E_DIR/pepsi.conf
