@@ -421,13 +421,14 @@ begin
          limit p_s.batch_limit
            for update of w skip locked
     ), moved as (
-        update pepsi.workqueue w
-           set status = 'pending',
-               state = w.state || jsonb_build_object('last_error',
-                           format('reconcile: running since %s, past its stage limit of %s', s.claimed_at, s.allowed))
-          from stuck s
-         where w.workqueue_id = s.workqueue_id
-        returning w.workqueue_id, w.stage, s.claimed_at, s.allowed
+        -- requeued through the state machine (issue 13), rows locked above
+        select s.workqueue_id, s.stage, s.claimed_at, s.allowed
+          from pepsi.workqueue_transition(array(
+                   select pepsi.transition_of(s.workqueue_id, s.stage, 'requeue', p_reason =>
+                              format('reconcile: running since %s, past its stage limit of %s', s.claimed_at, s.allowed))
+                     from stuck s)) t
+          join stuck s on s.workqueue_id = t.workqueue_id
+         where t.outcome = 'ok'
     )
     insert into pepsi.reconcile_findings (run_id, kind, object, workqueue_id, action, detail, found_at,
                                           resolved_at, resolution)

@@ -25,10 +25,13 @@ begin
     if cardinality(p_ids) is distinct from cardinality(p_stages) then
         raise exception 'ids and stages differ in length' using errcode = 'PX003';
     end if;
-    update pepsi.workqueue w set status = 'pending'
-      from unnest(p_ids, p_stages) as r(id, stage)
-     where w.workqueue_id = r.id and w.stage = r.stage and w.status = 'running';
-    get diagnostics v_count = row_count;
+    -- a thin wrapper over workqueue_transition ("do" requeue, issue 13)
+    select count(*) filter (where t.outcome = 'ok') into v_count
+      from pepsi.workqueue_transition(array(
+               select pepsi.transition_of(r.id, r.stage, 'requeue')
+                 from (select distinct on (r.id) r.id, r.stage
+                         from unnest(p_ids, p_stages) as r(id, stage)
+                        where r.id is not null) r)) t;
     return v_count;
 end
 $$;
@@ -51,9 +54,13 @@ begin
     if p_claim_ids is null then
         raise exception 'p_claim_ids must not be NULL' using errcode = 'PX003';
     end if;
-    update pepsi.workqueue w set status = 'pending'
-     where w.status = 'running' and w.claim_id = any(p_claim_ids);
-    get diagnostics v_count = row_count;
+    -- a thin wrapper over workqueue_transition ("do" requeue of the rows
+    -- running with those claim ids, issue 13)
+    select count(*) filter (where t.outcome = 'ok') into v_count
+      from pepsi.workqueue_transition(array(
+               select pepsi.transition_of(w.workqueue_id, w.stage, 'requeue', p_claim_id => w.claim_id)
+                 from pepsi.workqueue w
+                where w.status = 'running' and w.claim_id = any(p_claim_ids))) t;
     return v_count;
 end
 $$;
@@ -66,12 +73,13 @@ set search_path = pg_catalog, pepsi, pg_temp
 as $$
 -- The start-up sweep (D-18): every running row was orphaned by an earlier
 -- dispatcher, since the caller holds the dispatcher lock. Back to pending.
--- Returns how many. Tables: workqueue (update).
-    with moved as (
-        update pepsi.workqueue w set status = 'pending'
-         where w.status = 'running'
-        returning 1)
-    select count(*)::int from moved
+-- Returns how many. A thin wrapper over workqueue_transition ("do"
+-- requeue of every running row, issue 13). Tables: workqueue (update).
+    select (count(*) filter (where t.outcome = 'ok'))::int
+      from pepsi.workqueue_transition(array(
+               select pepsi.transition_of(w.workqueue_id, w.stage, 'requeue')
+                 from pepsi.workqueue w
+                where w.status = 'running')) t
 $$;
 
 create function pepsi.workqueue_release_paused(p_now timestamptz default now())
@@ -124,12 +132,13 @@ begin
     if cardinality(p_ids) is distinct from cardinality(p_stages) then
         raise exception 'ids and stages differ in length' using errcode = 'PX003';
     end if;
-    update pepsi.workqueue w
-       set status = 'paused', timeout = p_until,
-           state = w.state || jsonb_build_object('last_error', coalesce(pepsi.reason_clip(p_reason), 'deferred'))
-      from unnest(p_ids, p_stages) as r(id, stage)
-     where w.workqueue_id = r.id and w.stage = r.stage and w.status = 'running';
-    get diagnostics v_count = row_count;
+    -- a thin wrapper over workqueue_transition ("do" defer, issue 13)
+    select count(*) filter (where t.outcome = 'ok') into v_count
+      from pepsi.workqueue_transition(array(
+               select pepsi.transition_of(r.id, r.stage, 'defer', p_until => p_until, p_reason => p_reason)
+                 from (select distinct on (r.id) r.id, r.stage
+                         from unnest(p_ids, p_stages) as r(id, stage)
+                        where r.id is not null) r)) t;
     return v_count;
 end
 $$;
@@ -152,7 +161,7 @@ as $$
 -- Raises PX003 (unknown kind, NULL p_now), PX004/PX005.
 -- Tables: workqueue (update).
 declare
-    v_status pepsi.workqueue_status;
+    v record;
 begin
     if p_now is null then
         raise exception 'p_now must not be NULL' using errcode = 'PX003';
@@ -161,28 +170,15 @@ begin
         raise exception 'unknown strike kind "%"', pepsi.excerpt(p_kind)
             using errcode = 'PX003', hint = 'Use crash or hang.';
     end if;
-    update pepsi.workqueue w
-       set status = case
-               when coalesce(pepsi.state_count(w.state->'strikes'), 0) + 1 < 3 then 'paused'
-               when p_kind = 'crash' then 'failed'
-               else 'timeout' end::pepsi.workqueue_status,
-           timeout = case
-               when coalesce(pepsi.state_count(w.state->'strikes'), 0) + 1 < 3
-               then p_now + make_interval(mins => coalesce(pepsi.state_count(w.state->'strikes'), 0) + 1) end,
-           state = w.state
-               || jsonb_build_object('strikes', coalesce(pepsi.state_count(w.state->'strikes'), 0) + 1,
-                                     'last_error', coalesce(pepsi.reason_clip(p_reason), p_kind))
-               || case when coalesce(pepsi.state_count(w.state->'strikes'), 0) + 1 < 3 then '{}'::jsonb
-                       else jsonb_build_object(
-                                'failed_stage', w.stage,
-                                'failure_class', case p_kind when 'crash' then 'crashed'
-                                                             else 'timed-out' end) end
-     where w.workqueue_id = p_id and w.status = 'running' and w.stage = p_stage
-    returning w.status into v_status;
-    if not found then
+    -- a thin wrapper over workqueue_transition ("do" strike, issue 13)
+    select t.outcome, t.status into v
+      from pepsi.workqueue_transition(array[pepsi.transition_of(p_id, p_stage, 'strike', p_kind => p_kind,
+                                                                p_reason => p_reason)],
+                                      p_now => p_now) t;
+    if v.outcome = 'refused' then
         perform pepsi.workqueue_refuse(p_id, p_stage);
     end if;
-    return v_status;
+    return v.status;
 end
 $$;
 

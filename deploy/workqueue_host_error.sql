@@ -30,11 +30,9 @@ as $$
 -- Returns the new status. Raises PX001 (bad bounce stage), PX003 (bad
 -- lifetime, a NULL p_now: never read as "the lifetime is over"),
 -- PX004/PX005. Tables: workqueue (update).
+-- A thin wrapper over workqueue_transition ("do" host_error, issue 13).
 declare
-    v_row record;
-    v_tries int;
-    v_origin timestamptz;
-    v_status pepsi.workqueue_status;
+    v record;
 begin
     if p_max_lifetime is null or p_max_lifetime <= interval '0' then
         raise exception 'invalid max lifetime %', coalesce(p_max_lifetime::text, '<null>') using errcode = 'PX003';
@@ -45,45 +43,15 @@ begin
     if p_bounce_stage is not null then
         perform pepsi.stage_check(p_bounce_stage);
     end if;
-    select w.state, w.arrived_at into v_row from pepsi.workqueue w
-     where w.workqueue_id = p_id and w.status = 'running' and w.stage = p_stage
-       for update;
-    if not found then
+    select t.outcome, t.status into v
+      from pepsi.workqueue_transition(array[pepsi.transition_of(p_id, p_stage, 'host_error', p_reason => p_reason,
+                                                                p_lifetime => p_max_lifetime,
+                                                                p_bounce => p_bounce_stage)],
+                                      p_now => p_now) t;
+    if v.outcome = 'refused' then
         perform pepsi.workqueue_refuse(p_id, p_stage);
     end if;
-    v_tries := coalesce(pepsi.state_count(v_row.state->'temporary_failures'->p_stage), 0) + 1;
-    v_origin := coalesce(pepsi.time_or_null(v_row.state->>'generated_at'), v_row.arrived_at);
-
-    if p_now - v_origin <= p_max_lifetime then
-        update pepsi.workqueue w
-           set status = 'paused',
-               timeout = p_now + least(interval '1 minute' * power(2, least(v_tries - 1, 10)),
-                                       interval '1 hour'),
-               state = w.state || jsonb_build_object(
-                   'last_error', coalesce(pepsi.reason_clip(p_reason), 'host error'),
-                   'temporary_failures', case when jsonb_typeof(w.state->'temporary_failures') = 'object'
-                                              then w.state->'temporary_failures' else '{}' end
-                                         || jsonb_build_object(p_stage, v_tries))
-         where w.workqueue_id = p_id
-        returning w.status into v_status;
-        return v_status;
-    end if;
-
-    update pepsi.workqueue w
-       set status = case when p_bounce_stage is not null
-                          and not pepsi.state_flag(w.state->'list_copy')
-                         then 'pending' else 'failed' end::pepsi.workqueue_status,
-           stage = case when p_bounce_stage is not null
-                         and not pepsi.state_flag(w.state->'list_copy')
-                        then p_bounce_stage else w.stage end,
-           timeout = null,
-           state = (w.state - 'strikes') || jsonb_build_object(
-               'last_error', coalesce(pepsi.reason_clip(p_reason), 'host error'),
-               'failed_stage', p_stage,
-               'failure_class', 'retries-exhausted')
-     where w.workqueue_id = p_id
-    returning w.status into v_status;
-    return v_status;
+    return v.status;
 end
 $$;
 

@@ -24,20 +24,21 @@ as $$
 -- records nothing more and answers non-zero).
 -- Raises PX001 (p_to, or a stage in p_via), PX003 (p_max_hops out of
 -- range), PX004/PX005. Tables: workqueue (update).
+-- A thin wrapper over workqueue_transition ("do" move, issue 13); the
+-- worker's fused pause or failure no longer calls it (it commits the move
+-- and the pause/failure in one call: workqueue_commit's "at").
 declare
-    v_status pepsi.workqueue_status;
+    v_outcome text;
 begin
     perform pepsi.stage_check(p_to), pepsi.workqueue_hop_check(p_via, p_max_hops);
-    update pepsi.workqueue w
-       set (stage, status, state) = (select h.o_stage, h.o_status, h.o_state
-                                       from pepsi.workqueue_hop(w.state, null, w.stage, p_via, p_to,
-                                                                'running', p_max_hops) h)
-     where w.workqueue_id = p_id and w.status = 'running' and w.stage = p_from
-    returning w.status into v_status;
-    if not found then
+    select t.outcome into v_outcome
+      from pepsi.workqueue_transition(array[pepsi.transition_of(p_id, p_from, 'move', p_next => p_to,
+                                                                p_via => p_via)],
+                                      p_max_hops) t;
+    if v_outcome = 'refused' then
         perform pepsi.workqueue_refuse(p_id, p_from);
     end if;
-    return case v_status when 'failed' then 'loop' else 'ok' end;
+    return v_outcome;
 end
 $$;
 

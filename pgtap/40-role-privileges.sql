@@ -97,7 +97,9 @@ insert into fn_doc values
     ('reconcile_unchanged', '{}'), ('webhook_event_refresh_apply', '{}'),
     -- the hop rule (issue 12): called only by the stage-result functions above
     ('workqueue_hop', '{}'), ('workqueue_hop_check', '{}'), ('workqueue_hop_refuse', '{}'),
-    ('workqueue_hop_slow', '{}');
+    ('workqueue_hop_slow', '{}'),
+    -- the one state machine (issue 13): called only by the wrappers above
+    ('workqueue_transition', '{}'), ('transition_of', '{}');
 
 -- Functions known to lack their revoke, left out of the per-role
 -- comparisons while a fix is under way: none today.

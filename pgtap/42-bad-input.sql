@@ -6,7 +6,7 @@
 -- without its test fails "every time parameter is covered".
 
 begin;
-select plan(52);
+select plan(53);
 
 -- A running message at stage p_stage with state p_state.
 create function pg_temp.running(p_stage text, p_state jsonb default '{}', p_arrived timestamptz default now())
@@ -114,6 +114,7 @@ insert into time_cases values
     ('workqueue_host_error',          $$select pepsi.workqueue_host_error(1, 'a', 'x', p_now => null)$$),
     ('workqueue_inject',              $$select pepsi.workqueue_inject('a', p_arrived_at => null)$$),
     ('workqueue_pause',               $$select pepsi.workqueue_pause(1, 'a', null)$$),
+    ('workqueue_transition',          $$select * from pepsi.workqueue_transition('{}', 1000, null)$$),
     ('workqueue_unclaim',             $$select pepsi.workqueue_unclaim(null)$$),
     ('workqueue_release_paused',      $$select * from pepsi.workqueue_release_paused(null)$$),
     ('workqueue_defer',               $$select pepsi.workqueue_defer('{1}', '{a}', null, 'x')$$),
@@ -134,12 +135,14 @@ insert into time_cases values
     ('anomaly_evaluate',              $$select * from pepsi.anomaly_evaluate('pending_backlog', null)$$),
     ('ingress_stats_flush',           $$select pepsi.ingress_stats_flush('i-1', '{"stored": 1}', null)$$);
 -- Owner-only steps of a pass: only reconcile(), anomaly_run() and
--- webhook_backfill_request() call them, with a p_now they checked.
+-- webhook_backfill_request() call them, with a p_now they checked; and
+-- transition_of, which only builds a value (its p_until is a pause's
+-- time, checked by workqueue_transition: issue 13).
 create temp table time_internal (name text primary key) on commit drop;
 insert into time_internal values
     ('reconcile_flag'), ('reconcile_lost'), ('reconcile_stuck'), ('reconcile_links'), ('reconcile_digests'),
     ('reconcile_gaps'), ('reconcile_retention'), ('anomaly_sample_take'), ('anomaly_delta'),
-    ('webhook_backfill_inject');
+    ('webhook_backfill_inject'), ('transition_of');
 
 select is((select array_agg(distinct p.proname::text order by p.proname::text) from pg_proc p
             where p.pronamespace = 'pepsi'::regnamespace

@@ -7,6 +7,10 @@ drop function pepsi.failure_class_check(text);
 drop function pepsi.workqueue_pause(bigint, text, timestamptz, text, jsonb);
 drop function pepsi.workqueue_finish(bigint, text);
 drop function pepsi.workqueue_advance(bigint, text, text, jsonb, text[], int);
+drop function pepsi.workqueue_transition(pepsi.transition[], int, timestamptz);
+drop function pepsi.transition_of(bigint, text, text, text, text, text[], jsonb, timestamptz, text, text,
+                                  text, interval, text, bigint);
+drop type pepsi.transition;
 drop function pepsi.workqueue_hop(jsonb, jsonb, text, text[], text, pepsi.workqueue_status, int);
 drop function pepsi.workqueue_hop_slow(jsonb, jsonb, text, text[], text, int, int);
 drop function pepsi.workqueue_hop_check(text[], int);

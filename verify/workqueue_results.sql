@@ -13,5 +13,9 @@ select 1 / (pepsi.workqueue_hop_slow('{}', null, 'a', null, 'b', 0, 1)->>'hops' 
 select pg_catalog.has_function_privilege('pepsi_worker', 'pepsi.workqueue_finish(bigint, text)', 'execute');
 select pg_catalog.has_function_privilege('pepsi_worker', 'pepsi.workqueue_pause(bigint, text, timestamptz, text, jsonb)', 'execute');
 select pg_catalog.has_function_privilege('pepsi_worker', 'pepsi.workqueue_fail(bigint, text, text, text, jsonb)', 'execute');
+-- the one state machine (issue 13)
+select 'pepsi.workqueue_transition(pepsi.transition[], int, timestamptz)'::regprocedure;
+select 'pepsi.transition_of(bigint, text, text, text, text, text[], jsonb, timestamptz, text, text, text, interval, text, bigint)'::regprocedure;
+select 1 / (cardinality(array(select pepsi.workqueue_transition('{}'))) = 0)::int;
 
 rollback;
