@@ -238,29 +238,136 @@ static PGresult *commit_call(struct pepsi_worker *s, const char *row_stage, cons
     return res;
 }
 
-/* A fused stage that pauses, fails or hits a host error: the chain up to
- * it is committed first, the row moved to that stage, still running, so
- * that the error is handled there and a retry resumes there (D-115). The
- * move counts the chain's hops (via: the fused stages, s the last of
- * them); SDK_LOOP when it failed the message as a loop instead. */
-static int move_to(struct pepsi_worker *s, const char *row_stage, const char *id, const struct sdk_via *via)
+/* The JSON of a fused stage's result for workqueue_commit's "at" (new
+ * reference, or NULL): the row, claimed at row_stage, is moved to stage s
+ * through the fused stages before it (via, s the last of them) and
+ * paused, failed or charged a host error there, in one statement. */
+static json_t *fused_json(struct pepsi_worker *s, const char *id, const struct pepsi_outcome *out,
+                          const struct sdk_via *via, const char *kind, const char *reason, const char **bounce)
 {
-    char hops[16], via_buf[VIA_TEXT_MAX];
+    json_t *r = json_pack("{sIssss}", "id", (json_int_t)strtoll(id, NULL, 10), "do", kind, "at", s->stage);
+    if (r == NULL)
+        return NULL;
+    int rc = 0;
+    if (via && via->n > 1) {
+        json_t *stages = json_array();
+        for (size_t k = 0; stages && k + 1 < via->n; k++)
+            rc |= json_array_append_new(stages, json_string(via->stage[k]));
+        rc |= stages ? json_object_set_new(r, "via", stages) : -1;
+    }
+    if (reason && reason[0])
+        rc |= json_object_set_new(r, "reason", json_string(reason));
+    if (out && out->kind == PEPSI_FAIL)
+        rc |= json_object_set_new(r, "class", json_string(out->failure_class ? out->failure_class : "permanent"));
+    if (bounce && *bounce)
+        rc |= json_object_set_new(r, "bounce", json_string(*bounce));
+    if (out && out->state_patch && out->kind != PEPSI_HOST_ERROR)
+        rc |= json_object_set(r, "state", out->state_patch);
+    if (rc != 0) {
+        json_decref(r);
+        return NULL;
+    }
+    return r;
+}
+
+/* Sends a fused result (workqueue_commit with "at"); pause_ms and
+ * lifetime are in ms, either one or both empty strings when unused. */
+static PGresult *fused_call(struct pepsi_worker *s, const char *row_stage, json_t *r, const char *pause_ms,
+                            const char *lifetime)
+{
+    char hops[16];
     snprintf(hops, sizeof hops, "%d", s->core->conf.max_hops);
-    const char *via_text = sdk_via_text(via, via && via->n > 0 ? via->n - 1 : 0, via_buf, sizeof via_buf);
-    const char *p[] = {id, row_stage, s->stage, via_text, hops};
-    PGresult *res = sdk_exec_prepared(s, "move", 5, p);
-    int status = sdk_trouble_status(s, res);
-    if (status == 0 && loop_outcome(res)) {
+    char *text = r ? json_dumps(r, JSON_COMPACT) : NULL;
+    if (text == NULL) {
+        log_error(s->stage, "cannot encode a fused result");
+        return NULL;
+    }
+    const char *p[] = {row_stage, text, hops, pause_ms[0] ? pause_ms : NULL, lifetime[0] ? lifetime : NULL};
+    PGresult *res = sdk_exec_prepared(s, "commit_fused", 5, p);
+    free(text);
+    return res;
+}
+
+/* A fused stage's host error: moved to s and charged there, in one call. */
+static PGresult *fused_host_error(struct pepsi_worker *s, const char *row_stage, const struct pepsi_message *m,
+                                  const char *id, const struct sdk_via *via, const char *reason)
+{
+    char lifetime[32];
+    const char *bounce;
+    lifetime_of(s, m, lifetime, sizeof lifetime, &bounce);
+    log_warning(s->stage, "host error on message %s: %s", id, reason);
+    json_t *r = fused_json(s, id, NULL, via, "host_error", reason, &bounce);
+    PGresult *res = fused_call(s, row_stage, r, "", lifetime);
+    json_decref(r);
+    return res;
+}
+
+/* The status the single outcome of a fused call answers (SDK_LOOP, 1 for
+ * a row left failed, 0), or -2 when the call failed (res kept). */
+static int fused_outcome(struct pepsi_worker *s, const char *row_stage, const char *id, const PGresult *res,
+                         bool fail)
+{
+    if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1 || PQnfields(res) != 2)
+        return -2;
+    const char *outcome = PQgetvalue(res, 0, 1);
+    if (strcmp(outcome, "loop") == 0) {
         sdk_log_loop(s, id, row_stage, s->stage);
-        status = SDK_LOOP;
-    } else if (status == 0 && PQresultStatus(res) != PGRES_TUPLES_OK) {
-        if (moved_on(res))
-            log_warning(s->stage, "message %s moved on before its result was written", id);
-        else
-            log_error(s->stage, "cannot move message %s to stage %s: %s", id, s->stage,
-                      pgerr_message(s->core->conn, res));
-        status = moved_on(res) ? SDK_MOVED_ON : EXIT_IOERR;
+        return SDK_LOOP;
+    }
+    if (strcmp(outcome, "refused") == 0) {
+        log_warning(s->stage, "message %s moved on before its result was written", id);
+        return 0;
+    }
+    if (strcmp(outcome, "failed") == 0) {
+        log_warning(s->stage, "message %s failed: host errors outlived MAX_LIFETIME (retries-exhausted)", id);
+        return 1;
+    }
+    return fail ? 1 : 0;
+}
+
+/* A fused stage that pauses, fails or hits a host error (D-115): the
+ * chain up to it is committed with the result, in ONE statement (issue
+ * 13): the row is moved from the stage it was claimed at to stage s,
+ * counting the chain's hops (via: the fused stages, s the last of them),
+ * and paused, failed or charged there, so that the error is handled
+ * there and a retry resumes there; a worker death cannot come between.
+ * SDK_LOOP when the move failed the message as a loop instead. A result
+ * the database refuses for another reason is recorded as a host error
+ * of s, the same way (D-103). */
+static int commit_fused(struct pepsi_worker *s, const char *row_stage, const char *id,
+                        const struct pepsi_outcome *out, const struct sdk_via *via, const struct pepsi_message *m)
+{
+    PGresult *res;
+    char ms[32] = "";
+    if (out->kind == PEPSI_HOST_ERROR) {
+        res = fused_host_error(s, row_stage, m, id, via, out->reason[0] ? out->reason : "host error");
+    } else {
+        if (out->kind == PEPSI_PAUSE)
+            snprintf(ms, sizeof ms, "%lld", (long long)(out->pause_ms > 0 ? out->pause_ms : 1000));
+        const char *reason = out->reason[0] ? out->reason : (out->kind == PEPSI_FAIL ? "failed" : NULL);
+        json_t *r = fused_json(s, id, out, via, out->kind == PEPSI_PAUSE ? "pause" : "fail", reason, NULL);
+        res = fused_call(s, row_stage, r, ms, "");
+        json_decref(r);
+    }
+    if (res == NULL)
+        return EXIT_IOERR;
+    int status = sdk_trouble_status(s, res);
+    if (status == 0)
+        status = fused_outcome(s, row_stage, id, res, out->kind == PEPSI_FAIL);
+    if (status == -2 && out->kind != PEPSI_HOST_ERROR) {
+        char reason[512];
+        snprintf(reason, sizeof reason, "stage %s: the database refused the result: %s (sqlstate %s)", s->stage,
+                 pgerr_message(s->core->conn, res), pgerr_sqlstate(res));
+        PQclear(res);
+        res = fused_host_error(s, row_stage, m, id, via, reason);
+        status = res == NULL ? EXIT_IOERR : sdk_trouble_status(s, res);
+        if (status == 0)
+            status = fused_outcome(s, row_stage, id, res, false);
+    }
+    if (status == -2) {
+        log_error(s->stage, "cannot record the result of message %s at stage %s: %s", id, s->stage,
+                  pgerr_message(s->core->conn, res));
+        status = EXIT_IOERR;
     }
     PQclear(res);
     return status;
@@ -275,11 +382,8 @@ int sdk_commit(struct pepsi_worker *s, const char *row_stage, const char *id,
                const struct pepsi_outcome *out, const struct sdk_via *via, const struct pepsi_message *m)
 {
     bool failed, advancing;
-    if (ends_elsewhere(out) && strcmp(row_stage, s->stage) != 0) {
-        int st = move_to(s, row_stage, id, via);
-        if (st != 0)
-            return st == SDK_MOVED_ON ? 0 : st;
-    }
+    if (ends_elsewhere(out) && strcmp(row_stage, s->stage) != 0)
+        return commit_fused(s, row_stage, id, out, via, m);
     PGresult *res = commit_call(s, row_stage, id, out, via, m, &failed, &advancing);
     int status = sdk_trouble_status(s, res);
     if (status == 0 && advancing && loop_outcome(res)) {

@@ -67,6 +67,12 @@ static const struct {
     {"host_error", "select pepsi.workqueue_host_error($1::bigint, $2, $3,"
                    " $4::bigint * interval '1 millisecond', $5)"},
     {"move", "select pepsi.workqueue_move($1::bigint, $2, $3, $4::text[], $5::int)"},
+    /* a fused stage's pause, failure or host error: the move and the
+     * result in one statement (issue 13); until and lifetime in ms, read
+     * on the server's clock */
+    {"commit_fused", "select workqueue_id, outcome from pepsi.workqueue_commit($1, jsonb_build_array($2::jsonb"
+                     " || jsonb_strip_nulls(jsonb_build_object('until', now() + $4::bigint * interval '1 millisecond',"
+                     " 'lifetime', $5::bigint * interval '1 millisecond'))), $3::int)"},
     {"split", "select pepsi.workqueue_split($1::bigint, $2, $3::jsonb)"},
     {"settings_apply", "select outcome from pepsi.settings_apply($1::bigint, $2, $3, $4, $5::jsonb, $6::text[],"
                        " $7::int)"},
