@@ -153,6 +153,7 @@ lint:
 	for f in scripts/* bench/run bench/ingress .ci/run runner/tests/e2e/*.t runner/tests/e2e/*.sh; do \
 		[ -f "$$f" ] && bash -n "$$f" || exit 1; done
 	scripts/schema-manifest > /dev/null
+	scripts/lint-once
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SHAREDIR)/deploy $(DESTDIR)$(SHAREDIR)/revert \

@@ -389,7 +389,7 @@ as $$
 -- reads it). The runner's maintenance refreshes one view per statement,
 -- so that no transaction of it holds the xmin horizon back for the whole
 -- suite (issue 12). A view another session is refreshing is skipped
--- (advisory try-lock 1885696115, -10 - n, transaction-level): returns
+-- (advisory try-lock pepsi.lock_key('anomaly_refresh', n), transaction-level): returns
 -- false when any was. Raises PX003 for an unknown view.
 -- Tables: the four anomaly_*_mv.
 declare
@@ -402,7 +402,7 @@ begin
     end if;
     for i in 1 .. cardinality(v_views) loop
         continue when p_view is not null and v_views[i] <> p_view;
-        if pg_try_advisory_xact_lock(1885696115, -10 - i) then
+        if (select pg_try_advisory_xact_lock(k.class_id, k.object_id) from pepsi.lock_key('anomaly_refresh', i) k) then
             execute format('refresh materialized view concurrently pepsi.%I', v_views[i]);
         else
             v_all := false;
@@ -487,8 +487,8 @@ as $$
 -- sends NOTIFY reconcile so that a reconciliation pass runs at once
 -- (W-41). A check that keeps firing does not notify again: the pass it
 -- started, and the scheduled ones, take it from there. One run at a time:
--- a run that finds another under way (advisory lock 1885696115, -2,
--- transaction-level) returns no rows at once. Returns one row per check.
+-- a run that finds another under way (advisory lock
+-- pepsi.lock_key('anomaly_evaluate'), transaction-level) returns no rows at once. Returns one row per check.
 -- Raises PX003 (no clock). Tables: anomaly_state, anomaly_signal,
 -- anomaly_sample (write), the materialized views (refresh), and what the
 -- metrics read.
@@ -503,7 +503,7 @@ begin
     if p_now is null then
         raise exception 'p_now must not be null' using errcode = 'PX003';
     end if;
-    if not pg_try_advisory_xact_lock(1885696115, -2) then
+    if not (select pg_try_advisory_xact_lock(k.class_id, k.object_id) from pepsi.lock_key('anomaly_evaluate') k) then
         return;
     end if;
     if coalesce(p_refresh, true) then
@@ -791,9 +791,10 @@ insert into pepsi.anomaly_check (name, family, reads, unit, min_value, max_value
                 then extract(epoch from $1 - d.updated_at) else 0 end
       from pepsi.dispatch_stats d$m$),
 ('dispatcher_lock', 'health', 'live', 'dispatchers', 1, null, 'critical',
- 'Dispatcher locks held in this database (advisory lock 1885696115, owner slot): none means no runner is serving.',
+ 'Dispatcher locks held in this database (advisory lock pepsi.lock_key(''dispatcher'', owner slot)): none means no runner is serving.',
  $m$select 'dispatchers', count(*) from pg_catalog.pg_locks l
-     where l.locktype = 'advisory' and l.granted and l.classid = 1885696115 and l.objsubid = 2
+     where l.locktype = 'advisory' and l.granted and l.objsubid = 2
+       and l.classid = (select k.class_id from pepsi.lock_key('dispatcher') k)::oid
        and l.objid < 2147483648
        and l.database = (select d.oid from pg_catalog.pg_database d where d.datname = current_database())$m$);
 

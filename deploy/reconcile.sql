@@ -56,13 +56,13 @@
 -- condition is gone. Repairs are resolved when made.
 --
 -- One pass at a time (W-26, W-27): a pass takes the transaction-level
--- advisory lock (1885696115, -1) with a try-lock and returns at once,
+-- advisory lock pepsi.lock_key('reconcile') with a try-lock and returns at once,
 -- doing nothing, when another session holds it. Transaction-level, not
 -- session-level, on purpose: the lock must be held until the pass's
 -- writes are committed, or a second pass could start, not see the
 -- first's re-injections and re-inject the same events again; it is
 -- released by the commit or rollback that ends the pass, so an error
--- cannot leave it behind. The key shares class 1885696115 ("peps") with
+-- cannot leave it behind. The key shares its class ("peps") with
 -- the dispatcher lock, whose second key is an owner slot (0 or more), so
 -- the negative -1 cannot collide. Called inside a longer transaction,
 -- the lock is held until that transaction ends.
@@ -327,8 +327,8 @@ as $$
 -- the provider's current stage and tube; its finish marks the event
 -- processed, once. Event rows are locked (SKIP LOCKED), so a concurrent
 -- writer is never waited for. NOTIFY workqueue when any was made.
--- Returns how many. Tables: workqueue_body, workqueue (insert),
--- reconcile_findings (insert); webhook_events (read, row locks),
+-- Returns how many. Tables: workqueue_body, workqueue (insert, through
+-- workqueue_create), reconcile_findings (insert); webhook_events (read, row locks),
 -- webhook_provider, workqueue_tombstones (read).
 declare
     v_n int;
@@ -349,24 +349,19 @@ begin
          limit p_s.batch_limit
            for update of e skip locked
     ), routed as materialized (
-        select l.*,
-               (select string_agg(h.key || ': ' || h.value, E'\r\n' order by h.key) || E'\r\n'
-                  from jsonb_each_text(l.headers) h) as header_block,
-               nextval(pg_get_serial_sequence('pepsi.workqueue_body', 'body_id')) as body_id
+        select l.*, row_number() over (order by l.webhook_event_id) as n
           from lost l
-    ), bodies as (
-        insert into pepsi.workqueue_body (body_id, headers, body)
-        overriding system value
-        select r.body_id, r.header_block, r.payload from routed r
     ), msgs as (
-        insert into pepsi.workqueue (tube, stage, origin_user, state, body_id, arrived_at)
-        select r.tube, r.stage, 'webhook:' || r.provider,
-               jsonb_build_object('webhook_event', r.webhook_event_id, 'webhook_provider', r.provider,
-                                  'external_id', r.external_id, 'reinjected_by_run', p_run),
-               r.body_id, r.received_at
-          from routed r
-         order by r.webhook_event_id
-        returning pepsi.workqueue.workqueue_id, (pepsi.workqueue.state->>'webhook_event')::bigint as event_id
+        -- The messages, made by the one function that makes them
+        -- (workqueue_create, issue 13), in event order.
+        select c.workqueue_id, r.webhook_event_id as event_id
+          from pepsi.workqueue_create(array(
+                   select pepsi.webhook_event_item(r.webhook_event_id, r.provider, r.external_id, r.payload, r.headers,
+                                                   r.received_at, r.stage, r.tube,
+                                                   jsonb_build_object('reinjected_by_run', p_run))
+                     from routed r
+                    order by r.n)) with ordinality as c(workqueue_id, n)
+          join routed r on r.n = c.n
     )
     insert into pepsi.reconcile_findings (run_id, kind, object, provider, external_id, webhook_event_id,
                                           workqueue_id, action, detail, found_at, resolved_at, resolution)
@@ -728,7 +723,7 @@ begin
                 or (l.value ? 'queue_limit' and (l.value->>'queue_limit') !~ '^[0-9]{1,6}$'))) then
         raise exception 'limits must be {"<stage>": {"max_runtime_ms": N, "queue_limit": N}}' using errcode = 'PX003';
     end if;
-    if not pg_try_advisory_xact_lock(1885696115, -1) then
+    if not (select pg_try_advisory_xact_lock(k.class_id, k.object_id) from pepsi.lock_key('reconcile') k) then
         return query select false, null::bigint, 0, false;
         return;
     end if;

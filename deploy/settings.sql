@@ -25,8 +25,7 @@ create table pepsi.settings (
     address     text not null
                 constraint settings_address_check
                 check (address = lower(address) and address ~ '^("[^"]*"|[^@\s"]+)@[^@\s]+$'),
-    stage       text not null
-                constraint settings_stage_check check (stage ~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$'),
+    stage       pepsi.stage_name not null,
     option      text not null
                 constraint settings_option_check check (option ~ '^[A-Z][A-Z0-9_]*$'),
     value       text not null,

@@ -119,12 +119,13 @@ returns text
 language plpgsql immutable
 set search_path = pg_catalog, pepsi, pg_temp
 as $$
--- Returns p_stage when it is a valid stage name, else raises PX001.
+-- Returns p_stage when it is a valid stage name (pepsi.stage_name_valid,
+-- the rule of the domain pepsi.stage_name), else raises PX001.
 -- A stage name is what follows "stage-" in a [stage-<name>] section:
 -- 1 to 63 characters, letters, digits, '_', '.', '-', starting with a
 -- letter or digit. p_where prefixes the message ("message 3").
 begin
-    if p_stage is null or p_stage !~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$' then
+    if p_stage is null or not pepsi.stage_name_valid(p_stage) then
         raise exception '%invalid stage name "%"', coalesce(p_where || ': ', ''), pepsi.excerpt(p_stage)
             using errcode = 'PX001',
                   hint = 'A stage name has 1 to 63 letters, digits, "_", "." or "-" and starts with a letter or digit.';
@@ -169,13 +170,13 @@ returns text
 language plpgsql immutable
 set search_path = pg_catalog, pepsi, pg_temp
 as $$
--- Returns p_tube when it is a valid tube name, else raises PX006.
+-- Returns p_tube when it is a valid tube name (pepsi.tube_name_valid, the
+-- rule of the domain pepsi.tube_name), else raises PX006.
 -- beanstalkd's rule: 1 to 200 bytes of letters, digits and - + / ; . $ _ ( ),
 -- not starting with '-'. Names are exact bytes: no case folding.
 -- p_where prefixes the message ("message 3").
 begin
-    if p_tube is null or octet_length(p_tube) > pepsi.input_limit('tube')
-       or p_tube !~ '^[A-Za-z0-9+/;.$_()][A-Za-z0-9+/;.$_()-]*$' then
+    if p_tube is null or not pepsi.tube_name_valid(p_tube) then
         raise exception '%invalid tube name "%"%', coalesce(p_where || ': ', ''), pepsi.excerpt(p_tube),
             case when octet_length(p_tube) > pepsi.input_limit('tube')
                  then format(': %s bytes; the limit is %s', octet_length(p_tube), pepsi.input_limit('tube')) else '' end
@@ -323,10 +324,10 @@ create table pepsi.workqueue (
                     constraint workqueue_pkey primary key,
     tube            text not null default 'default'
                     constraint workqueue_tube_check
-                    check (tube ~ '^[A-Za-z0-9+/;.$_()][A-Za-z0-9+/;.$_()-]*$' and octet_length(tube) <= 200),
+                    check (pepsi.tube_name_valid(tube)),
     stage           text not null
                     constraint workqueue_stage_check
-                    check (stage ~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$'),
+                    check (pepsi.stage_name_valid(stage)),
     status          pepsi.workqueue_status not null default 'pending',
     origin_user     text,
     origin_addr     inet,
@@ -400,6 +401,27 @@ alter table pepsi.workqueue set (
 -- plan and its buffers at 1M rows.
 alter table pepsi.workqueue alter column stage set (n_distinct = 1000);
 
+create function pepsi.workqueue_release_due(p_now timestamptz)
+returns int
+language plpgsql
+set search_path = pg_catalog, pepsi, pg_temp
+as $$
+-- Releases due paused rows (D-93): every paused row whose timeout is at or
+-- before p_now becomes pending, its timeout cleared. Returns how many.
+-- The one statement that does it (issue 13), for the paused sweep
+-- (workqueue_release_paused) and the claims' p_release_paused; an index
+-- range scan on workqueue_paused_idx that finds nothing when nothing is
+-- due. The caller checks p_now. Tables: workqueue (update).
+declare
+    v_n int;
+begin
+    update pepsi.workqueue w set status = 'pending', timeout = null
+     where w.status = 'paused' and w.timeout <= p_now;
+    get diagnostics v_n = row_count;
+    return v_n;
+end
+$$;
+
 -- Helpers run inside pepsi's security-definer functions, as the owner;
 -- nobody else calls them (PostgreSQL grants EXECUTE to PUBLIC by default).
 revoke all on function pepsi.input_limits(), pepsi.input_limit(text), pepsi.excerpt(text),
@@ -407,7 +429,8 @@ revoke all on function pepsi.input_limits(), pepsi.input_limit(text), pepsi.exce
                        pepsi.address_check(text, text), pepsi.tube_check(text, text), pepsi.state_count(jsonb),
                        pepsi.state_flag(jsonb), pepsi.time_or_null(text), pepsi.reason_clip(text),
                        pepsi.domain_of(text), pepsi.peer_key_of(inet),
-                       pepsi.sender_key_of(text, inet, text, text[]) from public;
+                       pepsi.sender_key_of(text, inet, text, text[]), pepsi.workqueue_release_due(timestamptz)
+    from public;
 
 grant select on pepsi.workqueue, pepsi.workqueue_body to pepsi_worker;
 

@@ -97,7 +97,11 @@ insert into fn_doc values
     ('reconcile_unchanged', '{}'), ('webhook_event_refresh_apply', '{}'),
     -- the hop rule (issue 12): called only by the stage-result functions above
     ('workqueue_hop', '{}'), ('workqueue_hop_check', '{}'), ('workqueue_hop_refuse', '{}'),
-    ('workqueue_hop_slow', '{}');
+    ('workqueue_hop_slow', '{}'),
+    -- issue 13: shared SQL helpers (owner only)
+    ('lock_key', '{}'), ('workqueue_release_due', '{}'), ('workqueue_create', '{}'),
+    ('workqueue_sender_probe', '{}'), ('stage_name_valid', '{}'), ('tube_name_valid', '{}'),
+    ('webhook_event_item', '{}');
 
 -- Functions known to lack their revoke, left out of the per-role
 -- comparisons while a fix is under way: none today.

@@ -7,5 +7,6 @@ select pg_catalog.has_function_privilege('pepsi.webhook_event_ingest(text, text,
 select refresh_id, webhook_event_id, payload, headers, received_at, recorded_at
   from pepsi.webhook_event_refresh where false;
 select 'pepsi.webhook_event_refresh_apply(bigint[], int)'::regprocedure;
+select 'pepsi.webhook_event_item(bigint, text, text, bytea, jsonb, timestamptz, text, text, jsonb)'::regprocedure;
 
 rollback;

@@ -17,6 +17,7 @@ select 1 / (pepsi.sender_key_of(null, '2001:db8::1', null, '{}') = 'ip:2001:db8:
 -- issue 11: the input limits are deployed and address_check applies RFC 5321's.
 select 1 / (pepsi.input_limit('subject') = 998 and pepsi.input_limit('recipients') = 1000)::int;
 select 1 / count(*) from pepsi.input_limits() where field = 'body' and max_value = 67108864;
+select 'pepsi.workqueue_release_due(timestamptz)'::regprocedure;
 do $$
 begin
     perform pepsi.address_check(repeat('a', 65) || '@example.org');

@@ -9,8 +9,6 @@
 #include <string.h>
 #include <time.h>
 
-#define DISPATCH_LOCK_CLASS DISPATCH_LOCK_CLASS_SQL
-
 /* The parameters every pepsi connection uses: conninfo expanded as
  * dbname, a connect timeout in whole seconds and a default
  * application_name. */
@@ -88,7 +86,7 @@ int conn_try_dispatch_lock(PGconn *c, int owner_slot)
     char slot[16];
     snprintf(slot, sizeof slot, "%d", owner_slot);
     const char *params[] = {slot};
-    PGresult *r = PQexecParams(c, "select pg_try_advisory_lock(" DISPATCH_LOCK_CLASS ", $1::int)",
+    PGresult *r = PQexecParams(c, DISPATCH_LOCK_TRY_SQL,
                                1, NULL, params, NULL, NULL, 0);
     if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
         log_error("dispatch", "cannot take the dispatcher lock: %s", PQerrorMessage(c));
@@ -117,7 +115,7 @@ static void lock_holder(PGconn *c, int owner_slot, char *out, size_t cap)
                                " coalesce(to_char(a.backend_start, 'YYYY-MM-DD HH24:MI:SSOF'), '?')"
                                " from pg_locks l left join pg_stat_activity a on a.pid = l.pid"
                                " where l.locktype = 'advisory' and l.granted"
-                               " and l.classid = " DISPATCH_LOCK_CLASS " and l.objid = $1::int and l.objsubid = 2"
+                               " and l.classid = " DISPATCH_LOCK_CLASS_SQL " and l.objid = $1::int and l.objsubid = 2"
                                " and l.database = (select oid from pg_database where datname = current_database())",
                                1, NULL, params, NULL, NULL, 0);
     if (PQresultStatus(r) == PGRES_TUPLES_OK && PQntuples(r) > 0)

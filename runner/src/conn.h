@@ -30,8 +30,14 @@ void conn_error_line(const char *msg, char *out, size_t cap);
 int conn_exec(PGconn *c, const char *sql, const char *component);
 
 /* The dispatcher lock's first key, "peps" as an int4; the second is the
- * owner slot (D-14). */
+ * owner slot (D-14). The one copy in C of the class of
+ * pepsi.lock_key('dispatcher', slot) (deploy/schema.sql), an owner-only
+ * helper the runner's role may not call; pgtap/01 pins the same value. */
 #define DISPATCH_LOCK_CLASS_SQL "1885696115"
+
+/* The statement that tries the dispatcher lock of owner slot $1, in one
+ * place for the synchronous start-up and the asynchronous re-take. */
+#define DISPATCH_LOCK_TRY_SQL "select pg_try_advisory_lock(" DISPATCH_LOCK_CLASS_SQL ", $1::int)"
 
 /* The dispatcher lock of an owner slot (D-14): a session-level advisory
  * lock. Tries once; 1 when taken, 0 when another session holds it, -1 on

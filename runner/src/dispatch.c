@@ -1023,7 +1023,7 @@ static void reconnected_cb(PGconn *c, const char *why, bool overload, void *arg)
     char slot[16];
     snprintf(slot, sizeof slot, "%d", r->conf->owner_slot);
     const char *params[] = {slot};
-    db_query(&r->db, "select pg_try_advisory_lock(" DISPATCH_LOCK_CLASS_SQL ", $1::int)", 1, params, DB_UNGATED,
+    db_query(&r->db, DISPATCH_LOCK_TRY_SQL, 1, params, DB_UNGATED,
              relock_done, r);
 }
 

@@ -31,7 +31,7 @@ static bool is_alnum(char ch)
     return is_digit(ch) || (ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z');
 }
 
-/* As pepsi.stage_check(): ^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$ */
+/* As pepsi.stage_name_valid(): ^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$ */
 bool proto_stage_name_valid(const char *s, size_t n)
 {
     if (n < 1 || n > PROTO_STAGE_NAME_MAX || !is_alnum(s[0]))

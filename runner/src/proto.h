@@ -13,10 +13,12 @@
 #include <stdint.h>
 
 #define PROTO_MAX_LINE 65536          /* longer lines are a protocol error */
-#define PROTO_STAGE_NAME_MAX 63       /* as pepsi.stage_check() */
+#define PROTO_STAGE_NAME_MAX 63       /* as pepsi.stage_name_valid() */
 
-/* Whether s[0..n) is a valid stage name, as pepsi.stage_check():
- * ^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$. Shared by the config parser. */
+/* Whether s[0..n) is a valid stage name, as pepsi.stage_name_valid() (the
+ * rule of the domain pepsi.stage_name, deploy/schema.sql):
+ * ^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$. The runner's one copy of the rule,
+ * shared by the config parser and the protocol. */
 bool proto_stage_name_valid(const char *s, size_t n);
 
 /* One stage of a fused pass and the worker time it took. */
