@@ -6,7 +6,7 @@
 -- 33, 37, 38, 42); these pin the helpers' contracts.
 
 begin;
-select plan(30);
+select plan(31);
 
 -- lock_key -------------------------------------------------------------------
 
@@ -163,6 +163,23 @@ select is((select array_agg(format('%s.%s', c.relname, a.attname) order by c.rel
           'issue 13: the tables whose names are only written after a validator are typed by the domains');
 select throws_ok($$insert into pepsi.settings (address, stage, option, value) values ('a@example.org', 'bad name!', 'X', '1')$$,
                  '23514', null, 'issue 13: a settings row with a bad stage is refused by its domain');
+
+-- The workqueue table writes both rules out (for speed): they must agree.
+create function pg_temp.row_accepts(p_stage text, p_tube text)
+returns boolean language plpgsql as $$
+begin
+    insert into pepsi.workqueue (stage, tube) values (p_stage, p_tube);
+    return true;
+exception when check_violation then
+    return false;
+end $$;
+select is((select array_agg(n order by n) from unnest(array['a', '9lives', repeat('s', 63), repeat('s', 64), '-a', '_a', '.a',
+                                                         'a b', 'a/b', 'café', E'a\n', 'Stage_1.x-y', '']) n
+            where pg_temp.row_accepts(n, 'default') is distinct from pepsi.stage_name_valid(n))
+          || (select array_agg(t order by t) from unnest(array['default', 'a+b/c;d.e$f_g(h)-i', repeat('t', 200),
+                                                              repeat('t', 201), '-t', 'a b', 'a*b', 'tübe', '']) t
+               where pg_temp.row_accepts('a', t) is distinct from pepsi.tube_name_valid(t)),
+          null, 'issue 13: the workqueue CHECKs and stage_name_valid / tube_name_valid accept and refuse the same names');
 
 select * from finish();
 rollback;
