@@ -51,16 +51,8 @@ PROGRAM = $E2E_STAGES/declared-cost
 PARALLELISM = 1
 QUEUE_LIMIT = 1
 EOF
-sql "create table e2e_claims (claim_id bigint, workqueue_id bigint, sender_key text);
-     create function e2e_claims_rec() returns trigger language plpgsql as \$\$
-     begin
-         if old.status = 'pending' and new.status = 'running' then
-             insert into public.e2e_claims values (new.claim_id, new.workqueue_id, new.sender_key);
-         end if;
-         return null;
-     end \$\$;
-     create trigger e2e_claims after update on pepsi.workqueue for each row execute function e2e_claims_rec();
-     insert into pepsi.workqueue (stage, envelope_sender, state)
+record_claims
+sql "insert into pepsi.workqueue (stage, envelope_sender, state)
           select 'work', 's' || n || '@slow.example', '{\"cost_usec\": 300000}' from generate_series(1, 300) n;
      insert into pepsi.workqueue (stage, envelope_sender, state)
           select 'work', 'f' || n || '@fast.example', '{\"cost_usec\": 30000}' from generate_series(1, 3000) n" >/dev/null
