@@ -71,7 +71,8 @@
 -- messages that carry a webhook event through the partial index
 -- workqueue_webhook_event_idx (issue 13: the link is the column
 -- workqueue.webhook_event_id, never state->>'webhook_event'), which the
--- lost-message anti-join probes once per event, the unprocessed events
+-- lost-message anti-join also reads (a probe per event, or one ordered
+-- pass over the index when the events are many), the unprocessed events
 -- through webhook_events_unprocessed_idx, the paused rows through
 -- workqueue_paused_idx, one window of the gap scan per provider, and a
 -- bounded batch of digests; every step stops at batch_limit findings.
@@ -321,10 +322,10 @@ security definer
 set search_path = pg_catalog, pepsi, pg_temp
 as $$
 -- Lost messages (W-21): events of pipeline providers, not processed,
--- older than lost_after, with no message at all (a probe of
--- workqueue_webhook_event_idx per event, issue 13) and no tombstone (a message
--- of the event deleted on purpose with workqueue_delete: issue 12, the
--- operator's decision stands). Each gets a new message like
+-- older than lost_after, with no message at all (an anti-join on
+-- workqueue_webhook_event_idx, issue 13: never a scan of the queue) and
+-- no tombstone (a message of the event deleted on purpose with
+-- workqueue_delete: issue 12, the operator's decision stands). Each gets a new message like
 -- the one the ingest made (body = payload, header block = headers, state
 -- naming the event, origin webhook:<provider>, arrived at received_at) at
 -- the provider's current stage and tube; its finish marks the event

@@ -374,7 +374,7 @@ create index workqueue_pending_sender_idx on pepsi.workqueue (stage, sender_key,
 create index workqueue_paused_idx on pepsi.workqueue (timeout)
     where status = 'paused';
 -- The link to a webhook event (issue 13): reconciliation and the anomaly
--- views probe it per event and read the linked rows only. Partial: most
+-- views read the linked rows only, through this index. Partial: most
 -- messages carry no event, and a row without one costs the index nothing.
 create index workqueue_webhook_event_idx on pepsi.workqueue (webhook_event_id)
     where webhook_event_id is not null;

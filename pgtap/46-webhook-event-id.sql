@@ -106,7 +106,7 @@ select is((select count(*)::int from pepsi.reconcile_findings where run_id = :r_
           'issue 13: without the tombstone the event is lost: a message that only names it in state does not keep it');
 delete from pepsi.workqueue where workqueue_id = :forged;
 
--- Plans at scale: index probes, no scan of the queue -------------------------------------
+-- Plans at scale: through the index, no scan of the queue -------------------------------------
 -- 50,000 messages without an event and a few with one, as in a mail queue
 -- that also takes webhooks; the planner sees the statistics.
 
@@ -141,7 +141,7 @@ end
 $f$;
 
 select row_eq(format($$select seq, idx > 0 from pg_temp.scans('select pepsi.reconcile_lost(%s, now(), (select s from pepsi.reconcile_settings s))')$$, :run),
-              row(0::bigint, true), 'issue 13: reconcile_lost probes the index per event, no scan of the queue');
+              row(0::bigint, true), 'issue 13: reconcile_lost anti-joins through the index, no scan of the queue');
 select is((select count(*)::int from pepsi.reconcile_findings where run_id = :run and kind = 'lost_message'), 2,
           'and finds the two lost events');
 select row_eq(format($$select seq, idx > 0 from pg_temp.scans('select pepsi.reconcile_links(%s, now(), (select s from pepsi.reconcile_settings s))')$$, :run),
