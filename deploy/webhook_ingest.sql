@@ -302,14 +302,14 @@ begin
         overriding system value
         select r.body_id, r.header_block, r.payload from routed r
     ), msgs as (
-        insert into pepsi.workqueue (tube, stage, origin_user, state, body_id, arrived_at)
+        insert into pepsi.workqueue (tube, stage, origin_user, state, body_id, arrived_at, webhook_event_id)
         select r.tube, r.stage, 'webhook:' || r.provider,
                jsonb_build_object('webhook_event', r.webhook_event_id, 'webhook_provider', r.provider,
                                   'external_id', r.external_id),
-               r.body_id, r.received_at
+               r.body_id, r.received_at, r.webhook_event_id
           from routed r
          order by r.webhook_event_id
-        returning pepsi.workqueue.workqueue_id, (pepsi.workqueue.state->>'webhook_event')::bigint as event_id
+        returning pepsi.workqueue.workqueue_id, pepsi.workqueue.webhook_event_id as event_id
     )
     select array_agg(s.ord order by s.ord),
            array_agg(coalesce(u.webhook_event_id, l.known_id) order by s.ord),

@@ -15,9 +15,9 @@ as $$
 -- the message's recipients exactly once. The first group stays on the
 -- message (still running, for the caller to go on with); every other group
 -- becomes a new pending message at the same stage with the same envelope,
--- state, arrival and body (shared, not copied: the body goes with its last
--- message). No NOTIFY (D-34): the caller's status line brings the
--- dispatcher to claim them. Returns the new ids, in group order.
+-- state, webhook event (webhook_event_id), arrival and body (shared, not
+-- copied: the body goes with its last message). No NOTIFY (D-34): the
+-- caller's status line brings the dispatcher to claim them. Returns the new ids, in group order.
 -- Raises PX003 (groups malformed, fewer than two, or not the recipients),
 -- PX004/PX005. Tables: workqueue (update, insert).
 declare
@@ -51,11 +51,12 @@ begin
 
     for v_group in select g from jsonb_array_elements(p_groups) with ordinality as e(g, n) where n > 1 order by n loop
         insert into pepsi.workqueue (tube, stage, status, origin_user, origin_addr, envelope_sender,
-                                     recipients, header_from, subject, state, body_id, arrived_at)
+                                     recipients, header_from, subject, state, body_id, arrived_at,
+                                     webhook_event_id)
         values (v_row.tube, v_row.stage, 'pending', v_row.origin_user, v_row.origin_addr,
                 v_row.envelope_sender, array(select jsonb_array_elements_text(v_group)),
                 v_row.header_from, v_row.subject, v_row.state - 'strikes', v_row.body_id,
-                v_row.arrived_at)
+                v_row.arrived_at, v_row.webhook_event_id)
         returning workqueue_id into v_id;
         v_new := v_new || v_id;
     end loop;

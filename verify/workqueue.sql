@@ -4,9 +4,13 @@ begin;
 
 select workqueue_id, tube, stage, status, origin_user, origin_addr, envelope_sender,
        recipients, sender_key, header_from, subject, state, body_id, arrived_at,
-       claimed_at, timeout
+       claimed_at, timeout, webhook_event_id
   from pepsi.workqueue where false;
 select body_id, headers, body, created_at from pepsi.workqueue_body where false;
+-- issue 13: the webhook link is a column with a partial index.
+select 1 / count(*) from pg_catalog.pg_indexes
+ where schemaname = 'pepsi' and indexname = 'workqueue_webhook_event_idx'
+   and indexdef like '%(webhook_event_id) WHERE (webhook_event_id IS NOT NULL)';
 select 1 / (pepsi.sender_key_of(null, '2001:db8::1', null, '{}') = 'ip:2001:db8::/64')::int;
 -- issue 11: the input limits are deployed and address_check applies RFC 5321's.
 select 1 / (pepsi.input_limit('subject') = 998 and pepsi.input_limit('recipients') = 1000)::int;
