@@ -20,7 +20,7 @@
  *   - each line, and each row's value, through every value parser: what
  *     they accept is in range. */
 #include "conf.h"
-#include "ingress/iconf.h"
+#include "iconf.h"
 #include "overlay.h"
 #include "proto.h"
 

@@ -12,14 +12,14 @@
  * (exit 64). */
 #include "conf.h"
 #include "dispatch.h"
-#include "ingress/ingress.h"
+#include "ingress.h"
 #include "log.h"
 #include "maintain.h"
 #include "pgpass.h"
 #include "schema.h"
 #include "status.h"
 #include "settings_cmd.h"
-#include "stages/stages.h"
+#include "stages.h"
 #include "util.h"
 
 #include <getopt.h>

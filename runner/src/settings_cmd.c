@@ -22,7 +22,7 @@
 #include "overlay.h"
 #include "pgerr.h"
 #include "schema.h"
-#include "stages/stages.h"
+#include "stages.h"
 #include "util.h"
 
 #include <stdio.h>

@@ -3,7 +3,7 @@
  * (each at its bound accepted and one past refused, with its position),
  * the inputs that crashed or exhausted the glibc-regex version, the worst
  * regexes found, and a measurement of the worst accepted conditions. */
-#include "stages/cond.h"
+#include "cond.h"
 #include "unit.h"
 #include "util.h"
 

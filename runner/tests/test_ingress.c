@@ -3,10 +3,10 @@
  * (header, JSON after verification, SHA-256), the event object sent to
  * webhook_events_ingest, and the Prometheus rendering. */
 #include "conf.h"
-#include "ingress/event.h"
-#include "ingress/iconf.h"
-#include "ingress/metrics.h"
-#include "ingress/provider.h"
+#include "event.h"
+#include "iconf.h"
+#include "metrics.h"
+#include "provider.h"
 #include "unit.h"
 
 #include <jansson.h>

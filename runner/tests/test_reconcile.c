@@ -3,7 +3,7 @@
  * template, and the status table. No database. */
 #include "conf.h"
 #include "reconcile.h"
-#include "stages/http_get.h"
+#include "http_get.h"
 #include "status.h"
 #include "unit.h"
 

@@ -1,5 +1,5 @@
 /* ingress/event.c — see event.h. */
-#include "ingress/event.h"
+#include "event.h"
 
 #include "util.h"
 

@@ -11,14 +11,14 @@
  * loads the providers, connects the writers, binds, and tells systemd
  * READY=1. SIGTERM or SIGINT: stop accepting connections, answer 503 to
  * what is verified from then on, write what is queued, answer it, exit 0. */
-#include "ingress/ingress.h"
+#include "ingress.h"
 
 #include "conn.h"
-#include "ingress/iconf.h"
-#include "ingress/metrics.h"
-#include "ingress/provider.h"
-#include "ingress/server.h"
-#include "ingress/writer.h"
+#include "iconf.h"
+#include "metrics.h"
+#include "provider.h"
+#include "server.h"
+#include "writer.h"
 #include "log.h"
 #include "pgerr.h"
 #include "schema.h"

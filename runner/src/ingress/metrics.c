@@ -1,5 +1,5 @@
 /* ingress/metrics.c — see metrics.h. */
-#include "ingress/metrics.h"
+#include "metrics.h"
 
 #include "util.h"
 

@@ -1,5 +1,5 @@
 /* ingress/provider.c — see provider.h. */
-#include "ingress/provider.h"
+#include "provider.h"
 
 #include "log.h"
 #include "util.h"

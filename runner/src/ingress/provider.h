@@ -6,7 +6,7 @@
 #ifndef PEPSI_INGRESS_PROVIDER_H
 #define PEPSI_INGRESS_PROVIDER_H
 
-#include "ingress/signature.h"
+#include "signature.h"
 
 #include <libpq-fe.h>
 #include <pthread.h>

@@ -28,9 +28,9 @@
  * from one address (more are accepted and closed at once by MHD),
  * CLIENT_TIMEOUT of silence closes one, MAX_HEADER bounds the memory MHD
  * gives a connection (headers that do not fit: 431). */
-#include "ingress/server.h"
+#include "server.h"
 
-#include "ingress/event.h"
+#include "event.h"
 #include "log.h"
 #include "util.h"
 

@@ -1,5 +1,5 @@
 /* ingress/writer.c — see writer.h. */
-#include "ingress/writer.h"
+#include "writer.h"
 
 #include "conn.h"
 #include "log.h"

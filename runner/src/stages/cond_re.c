@@ -1,8 +1,8 @@
 /* stages/cond_re.c — see cond_re.h. */
 #define PCRE2_CODE_UNIT_WIDTH 8
-#include "stages/cond_re.h"
+#include "cond_re.h"
 
-#include "stages/cond.h"
+#include "cond.h"
 #include "util.h"
 
 #include <pcre2.h>

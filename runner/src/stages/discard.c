@@ -1,6 +1,6 @@
 /* stages/discard.c — pepsi-stage-discard: drops the message (finishes it
  * without passing it on), logging what was dropped at debug level. */
-#include "stages/stages.h"
+#include "stages.h"
 
 #include "log.h"
 

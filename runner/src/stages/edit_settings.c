@@ -25,7 +25,7 @@
  * loaded none, it runs on the metadata of every other message and refuses
  * fusion for a control message, which then goes through the dispatcher so
  * that its own worker loads the body (D-131). */
-#include "stages/stages.h"
+#include "stages.h"
 
 #include "util.h"
 

@@ -21,10 +21,10 @@
  *              be started at all.
  *   other      permanent failure, with the command's last stderr line as
  *              the reason (D-110) */
-#include "stages/stages.h"
+#include "stages.h"
 
 #include "log.h"
-#include "stages/exec_env.h"
+#include "exec_env.h"
 #include "util.h"
 
 #include <errno.h>

@@ -1,5 +1,5 @@
 /* stages/exec_env.c — see exec_env.h. */
-#include "stages/exec_env.h"
+#include "exec_env.h"
 
 #include "util.h"
 

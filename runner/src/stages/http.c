@@ -25,11 +25,11 @@
  *                    API credential, e.g. "Bearer sk_live_...")
  * The final finish of a webhook message marks its event processed
  * (trigger workqueue_webhook_finished), whatever stage finishes it. */
-#include "stages/stages.h"
+#include "stages.h"
 
-#include "ingress/event.h"
-#include "ingress/signature.h"
-#include "stages/http_get.h"
+#include "event.h"
+#include "signature.h"
+#include "http_get.h"
 #include "log.h"
 #include "util.h"
 

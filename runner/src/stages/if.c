@@ -13,9 +13,9 @@
  * depth or heap limit) fails the message permanently with the reason, never
  * routes it as if the condition were false. Metadata only, FUSION = yes by
  * default (D-127): it is usually fused into the stage before it. */
-#include "stages/stages.h"
+#include "stages.h"
 
-#include "stages/cond.h"
+#include "cond.h"
 #include "util.h"
 
 #include <stdio.h>

@@ -1,5 +1,5 @@
 /* stages/stages.c — the table of built-in stages. */
-#include "stages/stages.h"
+#include "stages.h"
 
 #include "log.h"
 #include "util.h"

@@ -4,7 +4,7 @@
 #ifndef PEPSI_STAGES_H
 #define PEPSI_STAGES_H
 
-#include "worker/sdk.h"
+#include "sdk.h"
 
 extern const struct pepsi_stage_def stage_pass;     /* advance to NEXT, or finish */
 extern const struct pepsi_stage_def stage_discard;  /* finish (drop) the message */

@@ -8,7 +8,7 @@
  * as hops: one past [pepsi] MAX_HOPS comes back 'loop', issue 12). It
  * still answers one status line per id, in order. Host errors keep the
  * one-message path (they are rare and each computes its own backoff). */
-#include "worker/sdk_internal.h"
+#include "sdk_internal.h"
 
 #include "log.h"
 #include "pgerr.h"

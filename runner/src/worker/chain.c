@@ -14,7 +14,7 @@
  * one write that ends the chain counts each as a hop (issue 12). No
  * built-in stage rewrites the envelope, headers or body, so D-133's
  * rewrite rule never ends a chain here. */
-#include "worker/sdk_internal.h"
+#include "sdk_internal.h"
 
 #include "log.h"
 #include "util.h"

@@ -5,7 +5,7 @@
  * MAX_HOPS: the database counts the hops and, past the limit, fails the
  * message as a loop instead of advancing it (pepsi.workqueue_hop, issue
  * 12); the worker then logs it and answers non-zero (SDK_LOOP). */
-#include "worker/sdk_internal.h"
+#include "sdk_internal.h"
 
 #include "log.h"
 #include "pgerr.h"

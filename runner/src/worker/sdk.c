@@ -1,6 +1,6 @@
 /* worker/sdk.c — see sdk.h. */
-#include "worker/sdk.h"
-#include "worker/sdk_internal.h"
+#include "sdk.h"
+#include "sdk_internal.h"
 
 #include "conn.h"
 #include "log.h"

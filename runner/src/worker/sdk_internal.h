@@ -3,7 +3,7 @@
 #ifndef PEPSI_WORKER_SDK_INTERNAL_H
 #define PEPSI_WORKER_SDK_INTERNAL_H
 
-#include "worker/sdk.h"
+#include "sdk.h"
 
 #include "proto.h"
 
