@@ -80,7 +80,7 @@ $(BUILD)/%.o: %.c $(wildcard runner/src/*.h runner/src/*/*.h)
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
 # Only the schema check needs the manifest; a schema change rebuilds it alone.
-$(BUILD)/runner/src/schema.o: $(BUILD)/schema_build.h
+$(BUILD)/runner/src/lib/schema.o: $(BUILD)/schema_build.h
 
 $(RUNNER): $(OBJ_MAIN) $(OBJ_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
