@@ -38,8 +38,7 @@ LDFLAGS  += -fsanitize=address,undefined
 else
 BUILD    ?= build
 endif
-SRC_DIRS := runner/src $(patsubst %/,%,$(sort $(dir $(wildcard runner/src/*/*.c))))
-ALL_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(PKG_CFLAGS) $(SRC_DIRS:%=-I%) -I$(BUILD)
+ALL_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(PKG_CFLAGS) -Irunner/src -I$(BUILD)
 
 SRC_MAIN := runner/src/main.c
 SRC_LIB  := $(filter-out $(SRC_MAIN),$(wildcard runner/src/*.c runner/src/*/*.c))
@@ -150,7 +149,7 @@ bench: all
 
 lint:
 	cppcheck --quiet --inline-suppr --error-exitcode=1 --enable=warning,portability --std=c11 \
-		--suppress=missingIncludeSystem $(SRC_DIRS:%=-I%) runner/src runner/tests runner/fuzz
+		--suppress=missingIncludeSystem -Irunner/src runner/src runner/tests runner/fuzz
 	for f in scripts/* bench/run bench/ingress .ci/run runner/tests/e2e/*.t runner/tests/e2e/*.sh; do \
 		[ -f "$$f" ] && bash -n "$$f" || exit 1; done
 	scripts/schema-manifest > /dev/null

@@ -5,7 +5,7 @@
  * sanitizer report, leak, timeout or allocation past -rss_limit_mb is a
  * bug. Inputs longer than COND_MAX_LENGTH + 1 bytes are cut there: the
  * length limit is the first check, past it nothing else runs. */
-#include "cond.h"
+#include "stages/cond.h"
 
 #include <jansson.h>
 #include <stdint.h>

@@ -7,8 +7,8 @@
  * Input: byte 0 picks the provider's scheme; then lines separated by
  * '\n': the id source, then up to 16 headers "Name: value", an empty
  * line, and the body (the rest, raw bytes). */
-#include "event.h"
-#include "provider.h"
+#include "ingress/event.h"
+#include "ingress/provider.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -10,7 +10,7 @@
  * separated by '\n', then the body (everything after the fourth '\n').
  * The keys are fixed, from the published vectors, so that signatures in
  * the seed corpus verify and the fuzzer explores past the comparison. */
-#include "signature.h"
+#include "ingress/signature.h"
 
 #include <stdint.h>
 #include <stdio.h>

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "claim.h"
+#include "dispatch/claim.h"
 #include "unit.h"
 
 /* Parameter numbers of workqueue_claim_fair in claim.c's statement. */

@@ -3,9 +3,9 @@
  * (each at its bound accepted and one past refused, with its position),
  * the inputs that crashed or exhausted the glibc-regex version, the worst
  * regexes found, and a measurement of the worst accepted conditions. */
-#include "cond.h"
+#include "stages/cond.h"
 #include "unit.h"
-#include "util.h"
+#include "lib/util.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -2,7 +2,7 @@
  * an environment that cannot overflow (each message variable within its
  * bound, the rest named in PEPSI_TRUNCATED), the whole metadata as JSON on
  * a sealed descriptor, and no connection string or password. */
-#include "exec_env.h"
+#include "stages/exec_env.h"
 #include "unit.h"
 
 #include <errno.h>

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fair.h"
+#include "dispatch/fair.h"
 #include "unit.h"
 
 #define H 60000 /* half-life, ms */

@@ -2,11 +2,11 @@
  * file:line errors, id sources, the external id of a verified request
  * (header, JSON after verification, SHA-256), the event object sent to
  * webhook_events_ingest, and the Prometheus rendering. */
-#include "conf.h"
-#include "event.h"
-#include "iconf.h"
-#include "metrics.h"
-#include "provider.h"
+#include "lib/conf.h"
+#include "ingress/event.h"
+#include "ingress/iconf.h"
+#include "ingress/metrics.h"
+#include "ingress/provider.h"
 #include "unit.h"
 
 #include <jansson.h>

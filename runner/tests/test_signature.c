@@ -6,7 +6,7 @@
  * Webhooks vectors under Svix's header names (testdata/svix-vectors.json,
  * issue 11). Runs with the repository root as its working directory;
  * falls back to ../shared/testdata/ for the published vectors. */
-#include "signature.h"
+#include "ingress/signature.h"
 #include "unit.h"
 
 #include <jansson.h>

@@ -1,4 +1,4 @@
-/* settings_cmd.c — `pepsi-runner settings`: per-address overrides of
+/* cli/settings_cmd.c — `pepsi-runner settings`: per-address overrides of
  * [stage-*] options for operators (D-122).
  *
  *   settings list [ADDRESS]
@@ -15,15 +15,15 @@
  * exists and that the option can be set per address with that value, so
  * that a typo fails here rather than every message of that address later
  * (D-114). Exit 0, 64 on a usage error, 1 on any other error. */
-#include "settings_cmd.h"
+#include "cli/settings_cmd.h"
 
-#include "conn.h"
-#include "log.h"
-#include "overlay.h"
-#include "pgerr.h"
-#include "schema.h"
-#include "stages.h"
-#include "util.h"
+#include "lib/conn.h"
+#include "lib/log.h"
+#include "lib/overlay.h"
+#include "lib/pgerr.h"
+#include "lib/schema.h"
+#include "stages/stages.h"
+#include "lib/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
-/* settings_cmd.h — `pepsi-runner settings`: per-address settings for
+/* cli/settings_cmd.h — `pepsi-runner settings`: per-address settings for
  * operators (list, set, delete). */
-#ifndef PEPSI_SETTINGS_CMD_H
-#define PEPSI_SETTINGS_CMD_H
+#ifndef PEPSI_CLI_SETTINGS_CMD_H
+#define PEPSI_CLI_SETTINGS_CMD_H
 
 /* Runs the settings command with its arguments (argv[0] is the verb);
  * returns the exit status. */

@@ -1,9 +1,9 @@
-/* status.c — see status.h. */
-#include "status.h"
+/* cli/status.c — see status.h. */
+#include "cli/status.h"
 
-#include "conn.h"
-#include "log.h"
-#include "pgerr.h"
+#include "lib/conn.h"
+#include "lib/log.h"
+#include "lib/pgerr.h"
 
 #include <string.h>
 

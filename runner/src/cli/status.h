@@ -1,11 +1,11 @@
-/* status.h — `pepsi-runner status`: the anomaly dashboard in the terminal
+/* cli/status.h — `pepsi-runner status`: the anomaly dashboard in the terminal
  * (W-42). Connects with the configuration's CONNINFO, reads
  * pepsi.anomaly_dashboard in one query, prints a summary line and a table
  * (firing checks first), and exits. */
-#ifndef PEPSI_STATUS_H
-#define PEPSI_STATUS_H
+#ifndef PEPSI_CLI_STATUS_H
+#define PEPSI_CLI_STATUS_H
 
-#include "conf.h"
+#include "lib/conf.h"
 
 #include <libpq-fe.h>
 #include <stdio.h>

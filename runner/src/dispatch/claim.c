@@ -1,8 +1,8 @@
-/* claim.c — see claim.h. */
-#include "claim.h"
+/* dispatch/claim.c — see claim.h. */
+#include "dispatch/claim.h"
 
-#include "fair.h"
-#include "util.h"
+#include "dispatch/fair.h"
+#include "lib/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,15 +1,15 @@
-/* claim.h — the claim statement of a claim round, plain oldest-first or
+/* dispatch/claim.h — the claim statement of a claim round, plain oldest-first or
  * fair between senders, and the fair scheduler's bookkeeping around it
  * (D-38, D-41, D-48..D-61). The dispatcher calls it; the leads live here,
  * one fair table per stage name (a reload keeps them; a restart forgets
  * them, D-56), and every in-flight message remembers its sender and the
  * charge it was given at claim, to be corrected or refunded. */
-#ifndef PEPSI_CLAIM_H
-#define PEPSI_CLAIM_H
+#ifndef PEPSI_DISPATCH_CLAIM_H
+#define PEPSI_DISPATCH_CLAIM_H
 
-#include "conf.h"
-#include "pool.h"
-#include "proto.h"
+#include "lib/conf.h"
+#include "dispatch/pool.h"
+#include "lib/proto.h"
 
 #include <libpq-fe.h>
 #include <stdbool.h>

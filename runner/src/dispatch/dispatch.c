@@ -1,4 +1,4 @@
-/* dispatch.c — see dispatch.h.
+/* dispatch/dispatch.c — see dispatch.h.
  *
  * The coordinator's rules (spec/dispatch.md):
  *  - every wake-up (a notification, a worker freed or dead, the heartbeat,
@@ -9,22 +9,22 @@
  *    (D-35, D-39);
  *  - every other write (requeue, strike, defer, statistics) is one SQL call,
  *    queued on the same connection and resent after a reconnect (D-20). */
-#include "dispatch.h"
+#include "dispatch/dispatch.h"
 
-#include "aconn.h"
-#include "claim.h"
-#include "conn.h"
-#include "db.h"
-#include "log.h"
-#include "overlay.h"
-#include "pgerr.h"
-#include "pool.h"
-#include "maintain.h"
-#include "schema.h"
-#include "signals.h"
-#include "stagetab.h"
-#include "stats.h"
-#include "util.h"
+#include "lib/aconn.h"
+#include "dispatch/claim.h"
+#include "lib/conn.h"
+#include "lib/db.h"
+#include "lib/log.h"
+#include "lib/overlay.h"
+#include "lib/pgerr.h"
+#include "dispatch/pool.h"
+#include "dispatch/maintain.h"
+#include "lib/schema.h"
+#include "dispatch/signals.h"
+#include "dispatch/stagetab.h"
+#include "dispatch/stats.h"
+#include "lib/util.h"
 
 #include <jansson.h>
 #include <signal.h>

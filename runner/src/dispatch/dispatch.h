@@ -1,11 +1,11 @@
-/* dispatch.h — `pepsi-runner serve`: the dispatcher. One libuv loop, one
+/* dispatch/dispatch.h — `pepsi-runner serve`: the dispatcher. One libuv loop, one
  * coordinator connection (LISTEN, claims, statistics), and a pool of
  * workers per stage (pool.h). */
-#ifndef PEPSI_DISPATCH_H
-#define PEPSI_DISPATCH_H
+#ifndef PEPSI_DISPATCH_DISPATCH_H
+#define PEPSI_DISPATCH_DISPATCH_H
 
-#include "conf.h"
-#include "pgpass.h"
+#include "lib/conf.h"
+#include "lib/pgpass.h"
 
 /* Runs the dispatcher until SIGINT/SIGTERM. config_path is the file conf
  * was read from (passed to workers as PEPSI_CONFIG), self_dir the directory

@@ -1,4 +1,4 @@
-/* fair.c — one stage's sender leads (D-48..D-57); see fair.h.
+/* dispatch/fair.c — one stage's sender leads (D-48..D-57); see fair.h.
  *
  * Decay without a timer. All leads of a stage halve at the same rate, so
  * they are kept in one frame: an entry stores v, and its lead now is
@@ -27,14 +27,14 @@
  * backward-shift deletion, no tombstones), and a list of the entries
  * whose v changed since the last fair_changes. Both grow with the senders
  * up to max_senders. */
-#include "fair.h"
+#include "dispatch/fair.h"
 
 #include <math.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "util.h"
+#include "lib/util.h"
 
 /* The frame moves after this many half-lives (scale < 2^32). */
 #define REBASE_HALF_LIVES 32

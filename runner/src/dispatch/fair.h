@@ -1,4 +1,4 @@
-/* fair.h — fair scheduling between senders: one stage's sender leads
+/* dispatch/fair.h — fair scheduling between senders: one stage's sender leads
  * (D-48..D-57), kept in memory by the dispatcher and copied, as they
  * change, to pepsi.fair_lead, where pepsi.workqueue_claim_fair reads the
  * leads of its window's senders (issue 12; docs/fair-scheduling.md). Pure:
@@ -30,8 +30,8 @@
  * all. Only changes (charges, corrections, forgetting on a charge path)
  * produce anything to send: reading leads, and time passing, never do, so
  * an idle dispatcher writes nothing (D-139). */
-#ifndef PEPSI_FAIR_H
-#define PEPSI_FAIR_H
+#ifndef PEPSI_DISPATCH_FAIR_H
+#define PEPSI_DISPATCH_FAIR_H
 
 #include <stdbool.h>
 #include <stddef.h>

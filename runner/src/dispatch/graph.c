@@ -1,9 +1,9 @@
-/* graph.c — see graph.h. Tarjan's strongly connected components, without
+/* dispatch/graph.c — see graph.h. Tarjan's strongly connected components, without
  * recursion (a file may hold thousands of stages), in O(stages + edges). */
-#include "graph.h"
+#include "dispatch/graph.h"
 
-#include "log.h"
-#include "util.h"
+#include "lib/log.h"
+#include "lib/util.h"
 
 #include <stdbool.h>
 #include <stdint.h>

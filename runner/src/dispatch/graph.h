@@ -1,4 +1,4 @@
-/* graph.h — the stage graph of a configuration, and the cycles no message
+/* dispatch/graph.h — the stage graph of a configuration, and the cycles no message
  * can leave (issue 12).
  *
  * An edge goes from a stage to every stage a message can go to next: its
@@ -18,10 +18,10 @@
  * refuses to start) count as a way out.
  *
  * Uses conf.h and log.h only. */
-#ifndef PEPSI_GRAPH_H
-#define PEPSI_GRAPH_H
+#ifndef PEPSI_DISPATCH_GRAPH_H
+#define PEPSI_DISPATCH_GRAPH_H
 
-#include "conf.h"
+#include "lib/conf.h"
 
 #include <stddef.h>
 

@@ -1,12 +1,12 @@
-/* maintain.c — see maintain.h. */
-#include "maintain.h"
+/* dispatch/maintain.c — see maintain.h. */
+#include "dispatch/maintain.h"
 
-#include "log.h"
-#include "overlay.h"
-#include "pgerr.h"
-#include "schema.h"
-#include "conn.h"
-#include "util.h"
+#include "lib/log.h"
+#include "lib/overlay.h"
+#include "lib/pgerr.h"
+#include "lib/schema.h"
+#include "lib/conn.h"
+#include "lib/util.h"
 
 #include <signal.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* maintain.h — the runner's maintenance: reconciliation passes and
+/* dispatch/maintain.h — the runner's maintenance: reconciliation passes and
  * anomaly runs (W-20..W-45) on a connection of their own, never the
  * claiming one, so that their full scans and refreshes cost the claim
  * nothing (issue 12). `pepsi-runner serve` runs it beside the dispatcher
@@ -12,14 +12,14 @@
  * pepsi.workqueue for the whole suite.
  * Owns: its connection (reconnected without blocking), the schedules.
  * Uses: db, aconn, reconcile, signals, conf, log. */
-#ifndef PEPSI_MAINTAIN_H
-#define PEPSI_MAINTAIN_H
+#ifndef PEPSI_DISPATCH_MAINTAIN_H
+#define PEPSI_DISPATCH_MAINTAIN_H
 
-#include "aconn.h"
-#include "conf.h"
-#include "db.h"
-#include "reconcile.h"
-#include "signals.h"
+#include "lib/aconn.h"
+#include "lib/conf.h"
+#include "lib/db.h"
+#include "dispatch/reconcile.h"
+#include "dispatch/signals.h"
 
 #include <stdbool.h>
 #include <uv.h>

@@ -1,8 +1,8 @@
-/* pool.c — see pool.h. */
-#include "pool.h"
+/* dispatch/pool.c — see pool.h. */
+#include "dispatch/pool.h"
 
-#include "log.h"
-#include "util.h"
+#include "lib/log.h"
+#include "lib/util.h"
 
 #include <errno.h>
 #include <signal.h>

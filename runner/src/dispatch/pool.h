@@ -1,4 +1,4 @@
-/* pool.h — a stage's elastic pool of worker processes (D-62..D-68) and the
+/* dispatch/pool.h — a stage's elastic pool of worker processes (D-62..D-68) and the
  * runner's side of the worker protocol (D-21..D-28, D-79..D-91, D-94).
  * A worker is spawned only when its stage has work and free capacity,
  * takes up to QUEUE_LIMIT ids in one write, answers them in order, is
@@ -6,12 +6,12 @@
  * MAX_MESSAGES. What the answers mean for the queue (statistics, 74/75,
  * strikes, requeues) is the dispatcher's business, reported through
  * struct pool_events. */
-#ifndef PEPSI_POOL_H
-#define PEPSI_POOL_H
+#ifndef PEPSI_DISPATCH_POOL_H
+#define PEPSI_DISPATCH_POOL_H
 
-#include "conf.h"
-#include "proto.h"
-#include "stats.h"
+#include "lib/conf.h"
+#include "lib/proto.h"
+#include "dispatch/stats.h"
 
 #include <stdbool.h>
 #include <stdint.h>

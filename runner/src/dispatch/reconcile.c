@@ -1,8 +1,8 @@
-/* reconcile.c — see reconcile.h. */
-#include "reconcile.h"
+/* dispatch/reconcile.c — see reconcile.h. */
+#include "dispatch/reconcile.h"
 
-#include "log.h"
-#include "pgerr.h"
+#include "lib/log.h"
+#include "lib/pgerr.h"
 
 #include <jansson.h>
 #include <stdio.h>

@@ -1,4 +1,4 @@
-/* reconcile.h — the two schedules of self-checks that maintenance
+/* dispatch/reconcile.h — the two schedules of self-checks that maintenance
  * (maintain.h) runs on its own database connection, never the claim's:
  *   - a reconciliation pass, pepsi.reconcile(), every RECONCILE_INTERVAL
  *     (W-23) and at once on NOTIFY reconcile (W-24), which anomaly checks
@@ -9,11 +9,11 @@
  * the schedule is doing. Passes on this connection run one after another
  * (a trigger during a pass queues one more); between runners and
  * sessions, the pass's advisory try-lock keeps one at a time (W-26, W-27). */
-#ifndef PEPSI_RECONCILE_H
-#define PEPSI_RECONCILE_H
+#ifndef PEPSI_DISPATCH_RECONCILE_H
+#define PEPSI_DISPATCH_RECONCILE_H
 
-#include "conf.h"
-#include "db.h"
+#include "lib/conf.h"
+#include "lib/db.h"
 
 #include <stdbool.h>
 #include <uv.h>

@@ -1,8 +1,8 @@
-/* signals.c — see signals.h. */
-#include "signals.h"
+/* dispatch/signals.c — see signals.h. */
+#include "dispatch/signals.h"
 
-#include "log.h"
-#include "pgerr.h"
+#include "lib/log.h"
+#include "lib/pgerr.h"
 
 #include <stdlib.h>
 #include <string.h>

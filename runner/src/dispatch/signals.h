@@ -1,4 +1,4 @@
-/* signals.h — control notifications are wake-ups, never authority
+/* dispatch/signals.h — control notifications are wake-ups, never authority
  * (issue 11). Any database login may NOTIFY config_changed,
  * telemetry_changed or reconcile; only the schema owner's functions move
  * the channel's version in pepsi.control_signal. On such a notification
@@ -6,10 +6,10 @@
  * channels whose version moved since it last acted; a spoofed
  * notification is logged at debug and changes nothing.
  * Owns: the versions seen. Uses: db (the coordinator's connection), log. */
-#ifndef PEPSI_SIGNALS_H
-#define PEPSI_SIGNALS_H
+#ifndef PEPSI_DISPATCH_SIGNALS_H
+#define PEPSI_DISPATCH_SIGNALS_H
 
-#include "db.h"
+#include "lib/db.h"
 
 #include <libpq-fe.h>
 #include <stdbool.h>

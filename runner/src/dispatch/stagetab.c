@@ -1,9 +1,9 @@
-/* stagetab.c — see stagetab.h. */
-#include "stagetab.h"
+/* dispatch/stagetab.c — see stagetab.h. */
+#include "dispatch/stagetab.h"
 
-#include "graph.h"
-#include "overlay.h"
-#include "util.h"
+#include "dispatch/graph.h"
+#include "lib/overlay.h"
+#include "lib/util.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,14 +1,14 @@
-/* stagetab.h — the dispatcher's stage tables. Each is built from one
+/* dispatch/stagetab.h — the dispatcher's stage tables. Each is built from one
  * reading of the configuration: the file and the database overlay
  * pepsi.config_override (D-117). The newest table is current; a reload
  * retires the current one, whose workers finish what they hold while new
  * work goes to the new table's workers, and it is freed once they are gone. */
-#ifndef PEPSI_STAGETAB_H
-#define PEPSI_STAGETAB_H
+#ifndef PEPSI_DISPATCH_STAGETAB_H
+#define PEPSI_DISPATCH_STAGETAB_H
 
-#include "conf.h"
-#include "pool.h"
-#include "stats.h"
+#include "lib/conf.h"
+#include "dispatch/pool.h"
+#include "dispatch/stats.h"
 
 #include <libpq-fe.h>
 #include <stdbool.h>

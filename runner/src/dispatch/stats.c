@@ -1,5 +1,5 @@
-/* stats.c — see stats.h. */
-#include "stats.h"
+/* dispatch/stats.c — see stats.h. */
+#include "dispatch/stats.h"
 
 #include <string.h>
 

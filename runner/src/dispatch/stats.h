@@ -1,8 +1,8 @@
-/* stats.h — statistics deltas kept in memory and flushed by the dispatcher
+/* dispatch/stats.h — statistics deltas kept in memory and flushed by the dispatcher
  * in one call of pepsi.stats_flush() (D-137..D-142). Only the dispatcher
  * writes the tables; a flush with no deltas writes nothing (D-139). */
-#ifndef PEPSI_STATS_H
-#define PEPSI_STATS_H
+#ifndef PEPSI_DISPATCH_STATS_H
+#define PEPSI_DISPATCH_STATS_H
 
 #include <jansson.h>
 #include <stdbool.h>

@@ -1,7 +1,7 @@
 /* ingress/event.c — see event.h. */
-#include "event.h"
+#include "ingress/event.h"
 
-#include "util.h"
+#include "lib/util.h"
 
 #include <jansson.h>
 #include <openssl/evp.h>

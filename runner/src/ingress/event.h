@@ -5,7 +5,7 @@
 #ifndef PEPSI_INGRESS_EVENT_H
 #define PEPSI_INGRESS_EVENT_H
 
-#include "provider.h"
+#include "ingress/provider.h"
 
 #include <stddef.h>
 

@@ -1,5 +1,5 @@
 /* ingress/iconf.c — see iconf.h. */
-#include "iconf.h"
+#include "ingress/iconf.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>

@@ -4,7 +4,7 @@
 #ifndef PEPSI_INGRESS_ICONF_H
 #define PEPSI_INGRESS_ICONF_H
 
-#include "conf.h"
+#include "lib/conf.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -11,18 +11,18 @@
  * loads the providers, connects the writers, binds, and tells systemd
  * READY=1. SIGTERM or SIGINT: stop accepting connections, answer 503 to
  * what is verified from then on, write what is queued, answer it, exit 0. */
-#include "ingress.h"
+#include "ingress/ingress.h"
 
-#include "conn.h"
-#include "iconf.h"
-#include "metrics.h"
-#include "provider.h"
-#include "server.h"
-#include "writer.h"
-#include "log.h"
-#include "pgerr.h"
-#include "schema.h"
-#include "util.h"
+#include "lib/conn.h"
+#include "ingress/iconf.h"
+#include "ingress/metrics.h"
+#include "ingress/provider.h"
+#include "ingress/server.h"
+#include "ingress/writer.h"
+#include "lib/log.h"
+#include "lib/pgerr.h"
+#include "lib/schema.h"
+#include "lib/util.h"
 
 #include <errno.h>
 #include <jansson.h>

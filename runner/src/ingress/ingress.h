@@ -2,10 +2,10 @@
  * Verifies each request's signature over the raw bytes before anything
  * touches the database, then stores verified events exactly once
  * (spec/ingest.md, W-xx). */
-#ifndef PEPSI_INGRESS_H
-#define PEPSI_INGRESS_H
+#ifndef PEPSI_INGRESS_INGRESS_H
+#define PEPSI_INGRESS_INGRESS_H
 
-#include "conf.h"
+#include "lib/conf.h"
 
 /* Runs the ingress until SIGINT/SIGTERM, configured by conf's
  * [pepsi-ingress] and [pepsi-postgres] sections. Returns the exit status:

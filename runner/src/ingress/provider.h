@@ -6,7 +6,7 @@
 #ifndef PEPSI_INGRESS_PROVIDER_H
 #define PEPSI_INGRESS_PROVIDER_H
 
-#include "signature.h"
+#include "ingress/signature.h"
 
 #include <libpq-fe.h>
 #include <pthread.h>

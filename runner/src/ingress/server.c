@@ -28,11 +28,11 @@
  * from one address (more are accepted and closed at once by MHD),
  * CLIENT_TIMEOUT of silence closes one, MAX_HEADER bounds the memory MHD
  * gives a connection (headers that do not fit: 431). */
-#include "server.h"
+#include "ingress/server.h"
 
-#include "event.h"
-#include "log.h"
-#include "util.h"
+#include "ingress/event.h"
+#include "lib/log.h"
+#include "lib/util.h"
 
 #include <arpa/inet.h>
 #include <microhttpd.h>

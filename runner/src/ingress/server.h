@@ -9,10 +9,10 @@
 #ifndef PEPSI_INGRESS_SERVER_H
 #define PEPSI_INGRESS_SERVER_H
 
-#include "iconf.h"
-#include "metrics.h"
-#include "provider.h"
-#include "writer.h"
+#include "ingress/iconf.h"
+#include "ingress/metrics.h"
+#include "ingress/provider.h"
+#include "ingress/writer.h"
 
 #include <stdint.h>
 

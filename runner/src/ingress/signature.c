@@ -1,5 +1,5 @@
 /* ingress/signature.c — see signature.h. */
-#include "signature.h"
+#include "ingress/signature.h"
 
 #include <openssl/core_names.h>
 #include <openssl/crypto.h>

@@ -11,7 +11,7 @@
 #ifndef PEPSI_INGRESS_WRITER_H
 #define PEPSI_INGRESS_WRITER_H
 
-#include "metrics.h"
+#include "ingress/metrics.h"
 
 #include <pthread.h>
 #include <stdbool.h>

@@ -1,9 +1,9 @@
-/* aconn.c — see aconn.h. */
-#include "aconn.h"
+/* lib/aconn.c — see aconn.h. */
+#include "lib/aconn.h"
 
-#include "conn.h"
-#include "log.h"
-#include "util.h"
+#include "lib/conn.h"
+#include "lib/log.h"
+#include "lib/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* aconn.h — a libpq connection opened without blocking the event loop
+/* lib/aconn.h — a libpq connection opened without blocking the event loop
  * (issue 12): PQconnectStartParams, then PQconnectPoll each time the
  * socket is ready as libpq asked, on a uv_poll that follows the socket
  * when libpq moves to another one (another host of a multi-host
@@ -6,8 +6,8 @@
  * PQconnectPoll does not apply connect_timeout.
  * Owns: the connection until it is handed over, its poll and timer.
  * Uses: libpq, libuv, conn (the connection parameters), log. */
-#ifndef PEPSI_ACONN_H
-#define PEPSI_ACONN_H
+#ifndef PEPSI_LIB_ACONN_H
+#define PEPSI_LIB_ACONN_H
 
 #include <libpq-fe.h>
 #include <stdbool.h>

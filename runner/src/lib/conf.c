@@ -1,4 +1,4 @@
-/* conf.c — pepsi.conf: reading, defaults and validation.
+/* lib/conf.c — pepsi.conf: reading, defaults and validation.
  *
  * Every key the runner knows sits in keys[] below with its type, its
  * default (as text, applied through the same parser as the file) and where
@@ -37,10 +37,10 @@
  * Secrets (issue 11): a file whose own keys hold a secret (see
  * secret_in_file()) is refused with CONF_INSECURE when users other than its
  * owner and group may access it, as ssh and libpq refuse such files. */
-#include "conf.h"
+#include "lib/conf.h"
 
-#include "pgpass.h"
-#include "proto.h"
+#include "lib/pgpass.h"
+#include "lib/proto.h"
 
 #include <errno.h>
 #include <ini.h>

@@ -1,8 +1,8 @@
-/* conn.c — see conn.h. */
-#include "conn.h"
+/* lib/conn.c — see conn.h. */
+#include "lib/conn.h"
 
-#include "log.h"
-#include "util.h"
+#include "lib/log.h"
+#include "lib/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
-/* conn.h — blocking connection set-up, shared by the dispatcher's start-up
+/* lib/conn.h — blocking connection set-up, shared by the dispatcher's start-up
  * and reconnects and by workers. */
-#ifndef PEPSI_CONN_H
-#define PEPSI_CONN_H
+#ifndef PEPSI_LIB_CONN_H
+#define PEPSI_LIB_CONN_H
 
 #include <libpq-fe.h>
 #include <stdbool.h>

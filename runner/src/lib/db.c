@@ -1,10 +1,10 @@
-/* db.c — see db.h. */
-#include "db.h"
+/* lib/db.c — see db.h. */
+#include "lib/db.h"
 
-#include "conn.h"
-#include "log.h"
-#include "pgerr.h"
-#include "util.h"
+#include "lib/conn.h"
+#include "lib/log.h"
+#include "lib/pgerr.h"
+#include "lib/util.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -1,10 +1,10 @@
-/* db.h — the coordinator's one libpq connection, non-blocking, driven by a
+/* lib/db.h — the coordinator's one libpq connection, non-blocking, driven by a
  * uv_poll on its socket (STYLE: one poll per fd, stopped before PQfinish).
  * Queries queue up and run one at a time, in order; each answer goes to
  * its callback. Serialisation failures and deadlocks are retried (D-20).
  * Notifications are handed to a hook as they arrive. */
-#ifndef PEPSI_DB_H
-#define PEPSI_DB_H
+#ifndef PEPSI_LIB_DB_H
+#define PEPSI_LIB_DB_H
 
 #include <libpq-fe.h>
 #include <stdbool.h>

@@ -1,5 +1,5 @@
-/* log.c — see log.h. */
-#include "log.h"
+/* lib/log.c — see log.h. */
+#include "lib/log.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,8 +1,8 @@
-/* log.h — one line per event on stderr, PostgreSQL's message style:
+/* lib/log.h — one line per event on stderr, PostgreSQL's message style:
  * "LEVEL:  component: message key=value". With JOURNAL_STREAM set (run by
  * systemd) each line starts with a journald "<N>" priority instead. */
-#ifndef PEPSI_LOG_H
-#define PEPSI_LOG_H
+#ifndef PEPSI_LIB_LOG_H
+#define PEPSI_LIB_LOG_H
 
 #include <stdbool.h>
 

@@ -1,8 +1,8 @@
-/* overlay.c — see overlay.h. */
-#include "overlay.h"
+/* lib/overlay.c — see overlay.h. */
+#include "lib/overlay.h"
 
-#include "pgerr.h"
-#include "util.h"
+#include "lib/pgerr.h"
+#include "lib/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,10 +1,10 @@
-/* overlay.h — reading the database overlay of [stage-*] sections
+/* lib/overlay.h — reading the database overlay of [stage-*] sections
  * (pepsi.config_override, D-117) and laying it over the file. The
  * dispatcher, the workers and `pepsi-runner settings` read it the same way. */
-#ifndef PEPSI_OVERLAY_H
-#define PEPSI_OVERLAY_H
+#ifndef PEPSI_LIB_OVERLAY_H
+#define PEPSI_LIB_OVERLAY_H
 
-#include "conf.h"
+#include "lib/conf.h"
 
 #include <libpq-fe.h>
 

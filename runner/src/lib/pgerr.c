@@ -1,5 +1,5 @@
-/* pgerr.c — see pgerr.h. */
-#include "pgerr.h"
+/* lib/pgerr.c — see pgerr.h. */
+#include "lib/pgerr.h"
 
 #include <string.h>
 

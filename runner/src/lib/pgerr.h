@@ -1,7 +1,7 @@
-/* pgerr.h — what a PostgreSQL error means to a queue: lost connection
+/* lib/pgerr.h — what a PostgreSQL error means to a queue: lost connection
  * (status 74), overload (status 75), worth a retry, or something else. */
-#ifndef PEPSI_PGERR_H
-#define PEPSI_PGERR_H
+#ifndef PEPSI_LIB_PGERR_H
+#define PEPSI_LIB_PGERR_H
 
 #include <libpq-fe.h>
 #include <stdbool.h>

@@ -1,8 +1,8 @@
-/* pgpass.c — see pgpass.h. */
-#include "pgpass.h"
+/* lib/pgpass.c — see pgpass.h. */
+#include "lib/pgpass.h"
 
-#include "log.h"
-#include "util.h"
+#include "lib/log.h"
+#include "lib/util.h"
 
 #include <errno.h>
 #include <fcntl.h>

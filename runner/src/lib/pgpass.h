@@ -1,14 +1,14 @@
-/* pgpass.h — secrets stay with their owner (issue 11): the connection
+/* lib/pgpass.h — secrets stay with their owner (issue 11): the connection
  * string a worker gets holds no password; the password, when the runner has
  * one, reaches workers the way libpq finds it, through a passfile that the
  * runner writes with mode 0600 in a private runtime directory and names in
  * PGPASSFILE. Connection strings are taken apart with libpq's own parser
  * (PQconninfoParse, key=value and URI forms alike), never by hand.
  * Uses libpq and util; nothing above. */
-#ifndef PEPSI_PGPASS_H
-#define PEPSI_PGPASS_H
+#ifndef PEPSI_LIB_PGPASS_H
+#define PEPSI_LIB_PGPASS_H
 
-#include "conf.h"
+#include "lib/conf.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,4 +1,4 @@
-/* proto.c — the worker line protocol (D-21..D-28), both sides.
+/* lib/proto.c — the worker line protocol (D-21..D-28), both sides.
  *
  * A worker line, after one trailing '\r' is dropped, is
  *   "ready"                     exactly: PROTO_READY;
@@ -10,7 +10,7 @@
  * anything else ("0x", "256", "-1", "", " 0") is PROTO_BAD (D-27). A report
  * that is not a JSON array of [stage name, integer microseconds >= 0] pairs
  * is dropped with a reason and the status still counts (D-28). */
-#include "proto.h"
+#include "lib/proto.h"
 
 #include <inttypes.h>
 #include <jansson.h>

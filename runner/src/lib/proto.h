@@ -1,12 +1,12 @@
-/* proto.h — the worker line protocol (D-21..D-28), both sides.
+/* lib/proto.h — the worker line protocol (D-21..D-28), both sides.
  *   runner -> worker: one message id per line, decimal
  *   worker -> runner: "ready" once, then per id one line
  *                     "STATUS" or "STATUS REPORT", STATUS 0..255,
  *                     REPORT a JSON array [["stage", microseconds], ...]
  * An unreadable status is fatal for the worker (D-27); an unreadable report
  * is a warning and is dropped, the status still counts (D-28). */
-#ifndef PEPSI_PROTO_H
-#define PEPSI_PROTO_H
+#ifndef PEPSI_LIB_PROTO_H
+#define PEPSI_LIB_PROTO_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,7 +1,7 @@
-/* schema.c — see schema.h. */
-#include "schema.h"
+/* lib/schema.c — see schema.h. */
+#include "lib/schema.h"
 
-#include "log.h"
+#include "lib/log.h"
 #include "schema_build.h"
 
 #include <stdio.h>

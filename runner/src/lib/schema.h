@@ -1,6 +1,6 @@
-/* schema.h — is the deployed schema the one this build was made from? (D-12) */
-#ifndef PEPSI_SCHEMA_H
-#define PEPSI_SCHEMA_H
+/* lib/schema.h — is the deployed schema the one this build was made from? (D-12) */
+#ifndef PEPSI_LIB_SCHEMA_H
+#define PEPSI_LIB_SCHEMA_H
 
 #include <libpq-fe.h>
 

@@ -1,7 +1,7 @@
-/* util.c — see util.h. */
-#include "util.h"
+/* lib/util.c — see util.h. */
+#include "lib/util.h"
 
-#include "log.h"
+#include "lib/log.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,6 +1,6 @@
-/* util.h — small helpers shared by the runner and its workers. */
-#ifndef PEPSI_UTIL_H
-#define PEPSI_UTIL_H
+/* lib/util.h — small helpers shared by the runner and its workers. */
+#ifndef PEPSI_LIB_UTIL_H
+#define PEPSI_LIB_UTIL_H
 
 #include <stddef.h>
 #include <stdint.h>

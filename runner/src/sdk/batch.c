@@ -1,4 +1,4 @@
-/* worker/batch.c — batched metadata-only stages (D-69..D-73).
+/* sdk/batch.c — batched metadata-only stages (D-69..D-73).
  *
  * A worker of a stage that loads no body takes every id already waiting
  * on its stdin (never blocking for more, so a lone id runs at once), loads
@@ -8,12 +8,12 @@
  * as hops: one past [pepsi] MAX_HOPS comes back 'loop', issue 12). It
  * still answers one status line per id, in order. Host errors keep the
  * one-message path (they are rare and each computes its own backoff). */
-#include "sdk_internal.h"
+#include "sdk/sdk_internal.h"
 
-#include "log.h"
-#include "pgerr.h"
-#include "proto.h"
-#include "util.h"
+#include "lib/log.h"
+#include "lib/pgerr.h"
+#include "lib/proto.h"
+#include "lib/util.h"
 
 #include <errno.h>
 #include <poll.h>

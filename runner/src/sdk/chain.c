@@ -1,4 +1,4 @@
-/* worker/chain.c — one pass over a message: the worker's stage, then the
+/* sdk/chain.c — one pass over a message: the worker's stage, then the
  * successors fused into it (D-126..D-136).
  *
  * A successor is fused only if all hold: [pepsi] ALLOW_FUSION; its section
@@ -14,10 +14,10 @@
  * one write that ends the chain counts each as a hop (issue 12). No
  * built-in stage rewrites the envelope, headers or body, so D-133's
  * rewrite rule never ends a chain here. */
-#include "sdk_internal.h"
+#include "sdk/sdk_internal.h"
 
-#include "log.h"
-#include "util.h"
+#include "lib/log.h"
+#include "lib/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

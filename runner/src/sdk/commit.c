@@ -1,15 +1,15 @@
-/* worker/commit.c — writing what a pass decided, one SQL call each
+/* sdk/commit.c — writing what a pass decided, one SQL call each
  * (D-74..D-76), and the recipient split before a stage runs (D-124).
  *
  * Every advance passes the stages fused on the way (p_via) and [pepsi]
  * MAX_HOPS: the database counts the hops and, past the limit, fails the
  * message as a loop instead of advancing it (pepsi.workqueue_hop, issue
  * 12); the worker then logs it and answers non-zero (SDK_LOOP). */
-#include "sdk_internal.h"
+#include "sdk/sdk_internal.h"
 
-#include "log.h"
-#include "pgerr.h"
-#include "util.h"
+#include "lib/log.h"
+#include "lib/pgerr.h"
+#include "lib/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* worker/options.c — per-address settings laid over a stage's options
+/* sdk/options.c — per-address settings laid over a stage's options
  * (D-122..D-125, D-114).
  *
  * The load query brings, with each message, the overrides that apply to
@@ -9,10 +9,10 @@
  * that every message runs under one set of options. Options that can be
  * set per address: the stage's own keys, MAX_LIFETIME and BOUNCE_STAGE;
  * routing and pool keys (NEXT, PARALLELISM, ...) cannot. */
-#include "sdk_internal.h"
+#include "sdk/sdk_internal.h"
 
-#include "proto.h"
-#include "util.h"
+#include "lib/proto.h"
+#include "lib/util.h"
 
 #include <ctype.h>
 #include <stdio.h>

@@ -1,14 +1,14 @@
-/* worker/sdk.c — see sdk.h. */
-#include "sdk.h"
-#include "sdk_internal.h"
+/* sdk/sdk.c — see sdk.h. */
+#include "sdk/sdk.h"
+#include "sdk/sdk_internal.h"
 
-#include "conn.h"
-#include "log.h"
-#include "overlay.h"
-#include "pgerr.h"
-#include "proto.h"
-#include "schema.h"
-#include "util.h"
+#include "lib/conn.h"
+#include "lib/log.h"
+#include "lib/overlay.h"
+#include "lib/pgerr.h"
+#include "lib/proto.h"
+#include "lib/schema.h"
+#include "lib/util.h"
 
 #include <errno.h>
 #include <signal.h>

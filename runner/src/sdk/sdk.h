@@ -1,4 +1,4 @@
-/* worker/sdk.h — the worker SDK: what a stage program written in C links to.
+/* sdk/sdk.h — the worker SDK: what a stage program written in C links to.
  *
  * A stage is a function over a loaded message that returns an outcome
  * (advance, finish, pause, fail, host error). The SDK owns the rest of the
@@ -11,10 +11,10 @@
  * connection, D-99) or 75 (overload, D-94); the message is never failed
  * for it. On SIGTERM the SDK finishes the message in hand, answers it and
  * exits 0. */
-#ifndef PEPSI_WORKER_SDK_H
-#define PEPSI_WORKER_SDK_H
+#ifndef PEPSI_SDK_SDK_H
+#define PEPSI_SDK_SDK_H
 
-#include "conf.h"
+#include "lib/conf.h"
 
 #include <jansson.h>
 #include <libpq-fe.h>

@@ -1,11 +1,11 @@
-/* worker/sdk_internal.h — what the SDK's own files share (not for stage
+/* sdk/sdk_internal.h — what the SDK's own files share (not for stage
  * programs: they use sdk.h). */
-#ifndef PEPSI_WORKER_SDK_INTERNAL_H
-#define PEPSI_WORKER_SDK_INTERNAL_H
+#ifndef PEPSI_SDK_SDK_INTERNAL_H
+#define PEPSI_SDK_SDK_INTERNAL_H
 
-#include "sdk.h"
+#include "sdk/sdk.h"
 
-#include "proto.h"
+#include "lib/proto.h"
 
 #include <sys/types.h>
 

@@ -2,10 +2,10 @@
  * depth (so no input can exhaust the stack) into a small tree whose "or"
  * and "and" nodes hold all their operands: the tree is at most about
  * 2 x COND_MAX_DEPTH deep, and so are the recursions that walk it. */
-#include "cond.h"
+#include "stages/cond.h"
 
-#include "cond_re.h"
-#include "util.h"
+#include "stages/cond_re.h"
+#include "lib/util.h"
 
 #include <ctype.h>
 #include <stdarg.h>

@@ -73,7 +73,7 @@
 #ifndef PEPSI_STAGES_COND_H
 #define PEPSI_STAGES_COND_H
 
-#include "sdk.h"
+#include "sdk/sdk.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -1,9 +1,9 @@
 /* stages/cond_re.c — see cond_re.h. */
 #define PCRE2_CODE_UNIT_WIDTH 8
-#include "cond_re.h"
+#include "stages/cond_re.h"
 
-#include "cond.h"
-#include "util.h"
+#include "stages/cond.h"
+#include "lib/util.h"
 
 #include <pcre2.h>
 #include <stdbool.h>

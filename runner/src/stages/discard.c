@@ -1,8 +1,8 @@
 /* stages/discard.c — pepsi-stage-discard: drops the message (finishes it
  * without passing it on), logging what was dropped at debug level. */
-#include "stages.h"
+#include "stages/stages.h"
 
-#include "log.h"
+#include "lib/log.h"
 
 static void discard_run(struct pepsi_worker *w, const struct pepsi_message *m, struct pepsi_outcome *out)
 {

@@ -25,9 +25,9 @@
  * loaded none, it runs on the metadata of every other message and refuses
  * fusion for a control message, which then goes through the dispatcher so
  * that its own worker loads the body (D-131). */
-#include "stages.h"
+#include "stages/stages.h"
 
-#include "util.h"
+#include "lib/util.h"
 
 #include <ctype.h>
 #include <stdio.h>

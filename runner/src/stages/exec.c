@@ -21,11 +21,11 @@
  *              be started at all.
  *   other      permanent failure, with the command's last stderr line as
  *              the reason (D-110) */
-#include "stages.h"
+#include "stages/stages.h"
 
-#include "log.h"
-#include "exec_env.h"
-#include "util.h"
+#include "lib/log.h"
+#include "stages/exec_env.h"
+#include "lib/util.h"
 
 #include <errno.h>
 #include <fcntl.h>

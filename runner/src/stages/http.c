@@ -25,13 +25,13 @@
  *                    API credential, e.g. "Bearer sk_live_...")
  * The final finish of a webhook message marks its event processed
  * (trigger workqueue_webhook_finished), whatever stage finishes it. */
-#include "stages.h"
+#include "stages/stages.h"
 
-#include "event.h"
-#include "signature.h"
-#include "http_get.h"
-#include "log.h"
-#include "util.h"
+#include "ingress/event.h"
+#include "ingress/signature.h"
+#include "stages/http_get.h"
+#include "lib/log.h"
+#include "lib/util.h"
 
 #include <curl/curl.h>
 #include <stdio.h>

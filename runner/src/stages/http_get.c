@@ -7,12 +7,12 @@
  * changes nothing: the upsert keys on (provider, external_id) and a
  * tombstone is written once. The stage uses the SDK's connection for it
  * (sdk_internal.h), so a worker still holds one connection. */
-#include "http_get.h"
+#include "stages/http_get.h"
 
-#include "log.h"
-#include "pgerr.h"
-#include "util.h"
-#include "sdk_internal.h"
+#include "lib/log.h"
+#include "lib/pgerr.h"
+#include "lib/util.h"
+#include "sdk/sdk_internal.h"
 
 #include <jansson.h>
 #include <stdio.h>

@@ -5,7 +5,7 @@
 #ifndef PEPSI_STAGES_HTTP_GET_H
 #define PEPSI_STAGES_HTTP_GET_H
 
-#include "sdk.h"
+#include "sdk/sdk.h"
 
 #include <curl/curl.h>
 #include <stdint.h>

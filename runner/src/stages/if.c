@@ -13,10 +13,10 @@
  * depth or heap limit) fails the message permanently with the reason, never
  * routes it as if the condition were false. Metadata only, FUSION = yes by
  * default (D-127): it is usually fused into the stage before it. */
-#include "stages.h"
+#include "stages/stages.h"
 
-#include "cond.h"
-#include "util.h"
+#include "stages/cond.h"
+#include "lib/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

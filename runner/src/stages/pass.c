@@ -1,6 +1,6 @@
 /* stages/pass.c — pepsi-stage-pass: advances a message to NEXT, or
  * finishes it when the section has none. The no-op stage of benchmarks. */
-#include "stages.h"
+#include "stages/stages.h"
 
 static void pass_run(struct pepsi_worker *w, const struct pepsi_message *m, struct pepsi_outcome *out)
 {
