@@ -11,7 +11,8 @@
 #                   the packages it needs first (scripts/deps)
 #   make bench      benchmarks, one JSON object per line
 #   make deploy / revert   sqitch against the local cluster of `make run`
-#   make lint       cppcheck, shell syntax, generated files up to date
+#   make lint       cppcheck, shell syntax, generated files up to date, the
+#                   runner's include directions (scripts/check-includes)
 #   make install    PREFIX=/usr/local, DESTDIR honoured
 #   make SANITIZE=1 ...    the same with ASan and UBSan (in build-asan/)
 #   make fuzz       every libFuzzer target runner/fuzz/fuzz_NAME.c, built with
@@ -153,6 +154,8 @@ lint:
 	for f in scripts/* bench/run bench/ingress .ci/run runner/tests/e2e/*.t runner/tests/e2e/*.sh; do \
 		[ -f "$$f" ] && bash -n "$$f" || exit 1; done
 	scripts/schema-manifest > /dev/null
+	scripts/check-includes --self-test
+	scripts/check-includes
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SHAREDIR)/deploy $(DESTDIR)$(SHAREDIR)/revert \
