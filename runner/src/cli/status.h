@@ -1,7 +1,9 @@
 /* cli/status.h — `pepsi-runner status`: the anomaly dashboard in the terminal
  * (W-42). Connects with the configuration's CONNINFO, reads
  * pepsi.anomaly_dashboard in one query, prints a summary line and a table
- * (firing checks first), and exits. */
+ * (firing checks first), and exits.
+ * Owns: the command's one query and its output. Uses: lib/ (conf, conn,
+ * pgerr, log), libpq. */
 #ifndef PEPSI_CLI_STATUS_H
 #define PEPSI_CLI_STATUS_H
 

@@ -3,7 +3,10 @@
  * (D-38, D-41, D-48..D-61). The dispatcher calls it; the leads live here,
  * one fair table per stage name (a reload keeps them; a restart forgets
  * them, D-56), and every in-flight message remembers its sender and the
- * charge it was given at claim, to be corrected or refunded. */
+ * charge it was given at claim, to be corrected or refunded.
+ * Owns: the claim's parameters and the in-flight sender/charge of each
+ * claimed message. Uses: dispatch/fair.h, dispatch/pool.h, lib/ (conf,
+ * proto, util), libpq. */
 #ifndef PEPSI_DISPATCH_CLAIM_H
 #define PEPSI_DISPATCH_CLAIM_H
 

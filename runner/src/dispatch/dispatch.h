@@ -1,6 +1,8 @@
 /* dispatch/dispatch.h — `pepsi-runner serve`: the dispatcher. One libuv loop, one
  * coordinator connection (LISTEN, claims, statistics), and a pool of
- * workers per stage (pool.h). */
+ * workers per stage (pool.h).
+ * Owns: struct runner and the loop of `serve`. Uses: the rest of
+ * dispatch/ and lib/; nothing from sdk/, stages/, ingress/ or cli/. */
 #ifndef PEPSI_DISPATCH_DISPATCH_H
 #define PEPSI_DISPATCH_DISPATCH_H
 

@@ -29,7 +29,8 @@
  * bound far above any real count of active senders). A restart forgets
  * all. Only changes (charges, corrections, forgetting on a charge path)
  * produce anything to send: reading leads, and time passing, never do, so
- * an idle dispatcher writes nothing (D-139). */
+ * an idle dispatcher writes nothing (D-139).
+ * Owns: the leads of one stage. Uses: lib/util.h only. */
 #ifndef PEPSI_DISPATCH_FAIR_H
 #define PEPSI_DISPATCH_FAIR_H
 

@@ -5,7 +5,9 @@
  * stopped after WORKER_IDLE_TIMEOUT idle or once its pipeline drains after
  * MAX_MESSAGES. What the answers mean for the queue (statistics, 74/75,
  * strikes, requeues) is the dispatcher's business, reported through
- * struct pool_events. */
+ * struct pool_events.
+ * Owns: the worker processes, their pipes and in-flight ids. Uses:
+ * dispatch/stats.h, lib/ (conf, proto, log, util), libuv. */
 #ifndef PEPSI_DISPATCH_POOL_H
 #define PEPSI_DISPATCH_POOL_H
 

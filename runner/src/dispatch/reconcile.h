@@ -8,7 +8,9 @@
  * logged and the timer keeps running; a notification runs a pass whatever
  * the schedule is doing. Passes on this connection run one after another
  * (a trigger during a pass queues one more); between runners and
- * sessions, the pass's advisory try-lock keeps one at a time (W-26, W-27). */
+ * sessions, the pass's advisory try-lock keeps one at a time (W-26, W-27).
+ * Owns: the two schedules (timers) and their pending runs. Uses: lib/ (conf,
+ * db, pgerr, log), libuv, jansson. */
 #ifndef PEPSI_DISPATCH_RECONCILE_H
 #define PEPSI_DISPATCH_RECONCILE_H
 

@@ -2,7 +2,9 @@
  * reading of the configuration: the file and the database overlay
  * pepsi.config_override (D-117). The newest table is current; a reload
  * retires the current one, whose workers finish what they hold while new
- * work goes to the new table's workers, and it is freed once they are gone. */
+ * work goes to the new table's workers, and it is freed once they are gone.
+ * Owns: the stage tables and their pools. Uses: dispatch/ (graph, pool,
+ * stats), lib/ (conf, overlay, util). */
 #ifndef PEPSI_DISPATCH_STAGETAB_H
 #define PEPSI_DISPATCH_STAGETAB_H
 

@@ -1,6 +1,7 @@
 /* dispatch/stats.h — statistics deltas kept in memory and flushed by the dispatcher
  * in one call of pepsi.stats_flush() (D-137..D-142). Only the dispatcher
- * writes the tables; a flush with no deltas writes nothing (D-139). */
+ * writes the tables; a flush with no deltas writes nothing (D-139).
+ * Owns: the deltas not yet flushed. Uses: jansson only. */
 #ifndef PEPSI_DISPATCH_STATS_H
 #define PEPSI_DISPATCH_STATS_H
 

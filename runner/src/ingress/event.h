@@ -2,7 +2,9 @@
  * (from a header, from the body's JSON once the signature has been
  * verified, or the body's SHA-256), the headers worth keeping
  * (webhook_keeps_header, lib/webhook.h), and the JSON object that
- * pepsi.webhook_events_ingest() reads for it. */
+ * pepsi.webhook_events_ingest() reads for it.
+ * Owns: nothing kept (pure functions). Uses: ingress/provider.h,
+ * lib/ (webhook, util), jansson, OpenSSL (SHA-256). */
 #ifndef PEPSI_INGRESS_EVENT_H
 #define PEPSI_INGRESS_EVENT_H
 

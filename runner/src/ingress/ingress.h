@@ -1,7 +1,9 @@
 /* ingress/ingress.h — `pepsi-runner ingress`: the webhook HTTP endpoint.
  * Verifies each request's signature over the raw bytes before anything
  * touches the database, then stores verified events exactly once
- * (spec/ingest.md, W-xx). */
+ * (spec/ingest.md, W-xx).
+ * Owns: the ingress process's start-up and shutdown. Uses: the rest of
+ * ingress/ and lib/; nothing from dispatch/, sdk/, stages/ or cli/. */
 #ifndef PEPSI_INGRESS_INGRESS_H
 #define PEPSI_INGRESS_INGRESS_H
 

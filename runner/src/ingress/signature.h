@@ -25,7 +25,9 @@
  * standard base64) and compared as text, so a re-encoded signature (upper
  * case, base64url, other padding bits) is refused like a forged one.
  * Timestamps: decimal Unix seconds; refused when |now - ts| > tolerance
- * (both ways: a timestamp from the future is as suspect as a stale one). */
+ * (both ways: a timestamp from the future is as suspect as a stale one).
+ * Owns: the provider schemes (enum sig_scheme) and verification. Uses:
+ * lib/webhook.h (keys, HMAC, encodings), OpenSSL. */
 #ifndef PEPSI_INGRESS_SIGNATURE_H
 #define PEPSI_INGRESS_SIGNATURE_H
 

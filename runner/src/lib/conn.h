@@ -1,5 +1,6 @@
 /* lib/conn.h — blocking connection set-up, shared by the dispatcher's start-up
- * and reconnects and by workers. */
+ * and reconnects and by workers.
+ * Owns: nothing kept. Uses: lib/ (log, util), libpq; nothing above lib/. */
 #ifndef PEPSI_LIB_CONN_H
 #define PEPSI_LIB_CONN_H
 

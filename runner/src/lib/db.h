@@ -2,7 +2,9 @@
  * uv_poll on its socket (STYLE: one poll per fd, stopped before PQfinish).
  * Queries queue up and run one at a time, in order; each answer goes to
  * its callback. Serialisation failures and deadlocks are retried (D-20).
- * Notifications are handed to a hook as they arrive. */
+ * Notifications are handed to a hook as they arrive.
+ * Owns: the connection, its poll and its queue of queries. Uses: lib/
+ * (conn, pgerr, log, util), libpq, libuv; nothing above lib/. */
 #ifndef PEPSI_LIB_DB_H
 #define PEPSI_LIB_DB_H
 

@@ -1,6 +1,7 @@
 /* lib/log.h — one line per event on stderr, PostgreSQL's message style:
  * "LEVEL:  component: message key=value". With JOURNAL_STREAM set (run by
- * systemd) each line starts with a journald "<N>" priority instead. */
+ * systemd) each line starts with a journald "<N>" priority instead.
+ * Owns: the log level and the journald switch. Uses: libc only. */
 #ifndef PEPSI_LIB_LOG_H
 #define PEPSI_LIB_LOG_H
 

@@ -1,6 +1,8 @@
 /* lib/overlay.h — reading the database overlay of [stage-*] sections
  * (pepsi.config_override, D-117) and laying it over the file. The
- * dispatcher, the workers and `pepsi-runner settings` read it the same way. */
+ * dispatcher, the workers and `pepsi-runner settings` read it the same way.
+ * Owns: nothing kept. Uses: lib/ (conf, pgerr, util), libpq; nothing above
+ * lib/. */
 #ifndef PEPSI_LIB_OVERLAY_H
 #define PEPSI_LIB_OVERLAY_H
 

@@ -1,5 +1,6 @@
 /* lib/pgerr.h — what a PostgreSQL error means to a queue: lost connection
- * (status 74), overload (status 75), worth a retry, or something else. */
+ * (status 74), overload (status 75), worth a retry, or something else.
+ * Owns: nothing kept. Uses: libpq only. */
 #ifndef PEPSI_LIB_PGERR_H
 #define PEPSI_LIB_PGERR_H
 

@@ -4,7 +4,8 @@
  *                     "STATUS" or "STATUS REPORT", STATUS 0..255,
  *                     REPORT a JSON array [["stage", microseconds], ...]
  * An unreadable status is fatal for the worker (D-27); an unreadable report
- * is a warning and is dropped, the status still counts (D-28). */
+ * is a warning and is dropped, the status still counts (D-28).
+ * Owns: nothing kept (parsing and formatting lines). Uses: jansson only. */
 #ifndef PEPSI_LIB_PROTO_H
 #define PEPSI_LIB_PROTO_H
 

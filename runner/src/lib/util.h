@@ -1,4 +1,5 @@
-/* lib/util.h — small helpers shared by the runner and its workers. */
+/* lib/util.h — small helpers shared by the runner and its workers.
+ * Owns: nothing kept. Uses: lib/log.h only. */
 #ifndef PEPSI_LIB_UTIL_H
 #define PEPSI_LIB_UTIL_H
 

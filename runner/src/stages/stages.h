@@ -1,6 +1,8 @@
 /* stages/stages.h — the stages built into the pepsi-runner binary, run as
  * `pepsi-stage-NAME worker` (a link to pepsi-runner) or
- * `pepsi-runner stage NAME worker`. */
+ * `pepsi-runner stage NAME worker`.
+ * Owns: the table of built-in stages. Uses: sdk/sdk.h, lib/ (log,
+ * util); every stage is a program of the SDK, nothing from ingress/. */
 #ifndef PEPSI_STAGES_STAGES_H
 #define PEPSI_STAGES_STAGES_H
 
