@@ -8,7 +8,9 @@
  * as hops: one past [pepsi] MAX_HOPS comes back 'loop', issue 12). It
  * still answers one status line per id, in order. Host errors keep the
  * one-message path (they are rare and each computes its own backoff). */
-#include "sdk/sdk_internal.h"
+#include "sdk/batch.h"
+#include "sdk/chain.h"
+#include "sdk/commit.h"
 
 #include "lib/log.h"
 #include "lib/pgerr.h"

@@ -14,7 +14,8 @@
  * one write that ends the chain counts each as a hop (issue 12). No
  * built-in stage rewrites the envelope, headers or body, so D-133's
  * rewrite rule never ends a chain here. */
-#include "sdk/sdk_internal.h"
+#include "sdk/chain.h"
+#include "sdk/options.h"
 
 #include "lib/log.h"
 #include "lib/util.h"

@@ -5,7 +5,8 @@
  * MAX_HOPS: the database counts the hops and, past the limit, fails the
  * message as a loop instead of advancing it (pepsi.workqueue_hop, issue
  * 12); the worker then logs it and answers non-zero (SDK_LOOP). */
-#include "sdk/sdk_internal.h"
+#include "sdk/commit.h"
+#include "sdk/options.h"
 
 #include "lib/log.h"
 #include "lib/pgerr.h"

@@ -9,7 +9,7 @@
  * that every message runs under one set of options. Options that can be
  * set per address: the stage's own keys, MAX_LIFETIME and BOUNCE_STAGE;
  * routing and pool keys (NEXT, PARALLELISM, ...) cannot. */
-#include "sdk/sdk_internal.h"
+#include "sdk/options.h"
 
 #include "lib/proto.h"
 #include "lib/util.h"
