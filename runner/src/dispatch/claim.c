@@ -315,30 +315,54 @@ void claim_query_free(struct claim_query *q)
 
 /* ---- bookkeeping ---- */
 
-void claimer_claimed(struct claimer *c, const PGresult *res, uint64_t now)
+/* A cell's text, or dflt when it is NULL or the column is not there. */
+static const char *cell(const PGresult *res, int row, int col, const char *dflt)
+{
+    return col < 0 || PQgetisnull(res, row, col) ? dflt : PQgetvalue(res, row, col);
+}
+
+struct claim_row *claim_rows(const PGresult *res, int *n)
+{
+    int id = PQfnumber(res, "workqueue_id"), stage = PQfnumber(res, "stage");
+    int sender = PQfnumber(res, "sender_key"), next = PQfnumber(res, "window_next");
+    int lap = PQfnumber(res, "window_lap"), credit = PQfnumber(res, "fifo_credit");
+    int floor = PQfnumber(res, "lead_floor"), lost = PQfnumber(res, "leads_lost");
+    *n = PQntuples(res);
+    struct claim_row *rows = xcalloc((size_t)(*n > 0 ? *n : 1), sizeof *rows);
+    for (int i = 0; i < *n; i++) {
+        struct claim_row *w = &rows[i];
+        w->id = strtoll(cell(res, i, id, ""), NULL, 10);
+        w->stage = cell(res, i, stage, "");
+        w->sender = cell(res, i, sender, "");
+        w->window_next = cell(res, i, next, NULL);
+        w->window_lap = strcmp(cell(res, i, lap, ""), "t") == 0;
+        w->fifo_credit = atoi(cell(res, i, credit, ""));
+        w->lead_floor = strtod(cell(res, i, floor, ""), NULL);
+        w->leads_lost = strcmp(cell(res, i, lost, ""), "t") == 0;
+    }
+    return rows;
+}
+
+void claimer_claimed(struct claimer *c, const struct claim_row *rows, int n, uint64_t now)
 {
     if (!c->fair_on)
         return;
     c->unanswered = false;
-    int n = PQntuples(res);
     const char *stage = NULL;
     struct fair *f = NULL;
     for (int i = 0; i < n; i++) {
-        const char *s = PQgetvalue(res, i, CLAIM_STAGE);
-        if (stage == NULL || strcmp(stage, s) != 0) {
+        const struct claim_row *w = &rows[i];
+        if (stage == NULL || strcmp(stage, w->stage) != 0) {
             /* Rows come grouped by stage: the first row carries the
              * stage's window, credit and floor (workqueue_claim_fair). */
-            stage = s;
-            f = fair_of(c, s, now);
-            fair_claimed(f, PQgetisnull(res, i, 3) ? NULL : PQgetvalue(res, i, 3),
-                         strcmp(PQgetvalue(res, i, 4), "t") == 0, atoi(PQgetvalue(res, i, 5)),
-                         strtod(PQgetvalue(res, i, 6), NULL), now);
-            if (strcmp(PQgetvalue(res, i, 7), "t") == 0)
+            stage = w->stage;
+            f = fair_of(c, w->stage, now);
+            fair_claimed(f, w->window_next, w->window_lap, w->fifo_credit, w->lead_floor, now);
+            if (w->leads_lost)
                 fair_resync(f); /* the copy of the leads was lost (or never sent) */
         }
-        const char *sender = PQgetvalue(res, i, CLAIM_SENDER);
-        double charged = fair_charge_claim(f, sender, now);
-        charge_put(c, strtoll(PQgetvalue(res, i, CLAIM_ID), NULL, 10), s, sender, charged);
+        double charged = fair_charge_claim(f, w->sender, now);
+        charge_put(c, w->id, w->stage, w->sender, charged);
     }
 }
 

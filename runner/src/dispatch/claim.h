@@ -27,8 +27,25 @@ struct claim_query {
     char *params[15];
 };
 
-/* Column numbers of a claim's rows (both statements). */
-enum { CLAIM_ID, CLAIM_STAGE, CLAIM_SENDER };
+/* One row of a claim's answer, either statement, read by column name
+ * (claim_rows; issue 13: never by position). The plain claim has no
+ * window columns: they read as NULL, false, 0. Strings point into the
+ * PGresult and live as long as it does. */
+struct claim_row {
+    int64_t id;                  /* workqueue_id */
+    const char *stage;           /* stage */
+    const char *sender;          /* sender_key */
+    const char *window_next;     /* window_next: where the stage's window goes on, NULL: done */
+    bool window_lap;             /* window_lap */
+    int fifo_credit;             /* fifo_credit */
+    double lead_floor;           /* lead_floor */
+    bool leads_lost;             /* leads_lost: the copy of the leads is gone, resync */
+};
+
+/* The rows of a claim's answer, in order, into a new array (free() it);
+ * *n their count. The fair claim's per-stage columns are on the first row
+ * of each stage; rows come grouped by stage. */
+struct claim_row *claim_rows(const PGresult *res, int *n);
 
 /* A claimer for the dispatcher's [pepsi-dispatch] settings. */
 struct claimer *claimer_new(const struct conf *conf);
@@ -42,8 +59,8 @@ int claimer_build(struct claimer *c, struct stage *const *stages, const int *cap
                   int64_t claim_id, bool release_paused, uint64_t now_ms, struct claim_query *q);
 void claim_query_free(struct claim_query *q);
 
-/* The claim returned res: charges each row's sender at once (D-49). */
-void claimer_claimed(struct claimer *c, const PGresult *res, uint64_t now_ms);
+/* The claim returned rows[0..n): charges each row's sender at once (D-49). */
+void claimer_claimed(struct claimer *c, const struct claim_row *rows, int n, uint64_t now_ms);
 
 /* The worker answered id (claimed at stage): the charge is corrected to
  * the measured time, for fused stages too (D-50); a status 74 or 75 is a

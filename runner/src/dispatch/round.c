@@ -15,16 +15,16 @@ static void claim_round(struct runner *r);
 
 /* ---- the claim round ---- */
 
-static void claim_requeue_rows(struct runner *r, PGresult *res, int from)
+static void claim_requeue_rows(struct runner *r, const struct claim_row *rows, int nrows, int from)
 {
-    int n = PQntuples(res) - from;
+    int n = nrows - from;
     if (n <= 0)
         return;
     int64_t *ids = xcalloc((size_t)n, sizeof *ids);
     const char **stages = xcalloc((size_t)n, sizeof *stages);
     for (int i = 0; i < n; i++) {
-        ids[i] = strtoll(PQgetvalue(res, from + i, 0), NULL, 10);
-        stages[i] = PQgetvalue(res, from + i, 1);
+        ids[i] = rows[from + i].id;
+        stages[i] = rows[from + i].stage;
     }
     requeue_ids(r, stages, ids, (size_t)n);
     free(ids);
@@ -33,9 +33,8 @@ static void claim_requeue_rows(struct runner *r, PGresult *res, int from)
 
 /* Hands the claimed rows to their stages' pools; what no worker can take
  * goes straight back. Rows come grouped by stage (one LATERAL per stage). */
-static void claim_assign(struct runner *r, PGresult *res)
+static void claim_assign(struct runner *r, const struct claim_row *rows, int n)
 {
-    int n = PQntuples(res);
     int64_t *ids = xcalloc((size_t)(n ? n : 1), sizeof *ids);
     const char **back_st = xcalloc((size_t)(n ? n : 1), sizeof *back_st);
     int64_t *back = xcalloc((size_t)(n ? n : 1), sizeof *back);
@@ -43,16 +42,16 @@ static void claim_assign(struct runner *r, PGresult *res)
     uint64_t now = now_ms();
 
     for (int i = 0; i < n;) {
-        const char *name = PQgetvalue(res, i, 1);
+        const char *name = rows[i].stage;
         int j = i;
         size_t k = 0;
-        while (j < n && strcmp(PQgetvalue(res, j, 1), name) == 0)
-            ids[k++] = strtoll(PQgetvalue(res, j++, 0), NULL, 10);
+        while (j < n && strcmp(rows[j].stage, name) == 0)
+            ids[k++] = rows[j++].id;
         struct stage *s = stage_by_name(r, name);
         size_t taken = s ? stage_assign(s, ids, k, now) : 0;
         for (size_t m = taken; m < k; m++) {
             back[nback] = ids[m];
-            back_st[nback++] = PQgetvalue(res, i + (int)m, 1);
+            back_st[nback++] = rows[i + (int)m].stage;
             claimer_requeued(r->claimer, ids[m], now);
         }
         if (s && taken < k)
@@ -85,18 +84,20 @@ static void claim_done(struct db *db, PGresult *res, void *arg)
         PQclear(res);
         return;
     }
-    int n = PQntuples(res);
+    int n;
+    struct claim_row *rows = claim_rows(res, &n);
     r->dstats.claimed += n;
     if (n > 0) {
         r->traffic_since_gc = r->traffic_since_flush = true;
         log_debug(COMPONENT, "claimed %d message(s)", n);
     }
     if (r->shutting_down) {
-        claim_requeue_rows(r, res, 0);
+        claim_requeue_rows(r, rows, n, 0);
     } else {
-        claimer_claimed(r->claimer, res, now_ms()); /* D-49: charged at once */
-        claim_assign(r, res);
+        claimer_claimed(r->claimer, rows, n, now_ms()); /* D-49: charged at once */
+        claim_assign(r, rows, n);
     }
+    free(rows);
     PQclear(res);
     if (r->claim_wanted)
         wake(r);
