@@ -1,5 +1,5 @@
 /* test_claim.c — the fair claim's parameters as the dispatcher builds them
- * (runner/src/claim.c, issue 12): only the leads that changed since the
+ * (runner/src/dispatch/claim.c, issue 12): only the leads that changed since the
  * previous claim are sent, a sync (every lead) at the first leads, after
  * leads_lost and after a claim that went unanswered; nothing at all when
  * nothing changed (D-139). The claim's answer is a PGresult made by hand. */
