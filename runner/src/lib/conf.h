@@ -2,7 +2,8 @@
  * validation. Every key the runner knows, with its default, sits in one
  * table in conf.c; conf/pepsi.conf documents the same keys. Errors name
  * the file, the line and the key: "FILE:LINE: key \"X\" in [SECTION]: message".
- * Owns: struct conf and its sections. Uses: lib/ (pgpass, proto), inih;
+ * Owns: struct conf and its sections. Uses: lib/ (pgpass, proto), inih,
+ * libcurl (its URL parser, for passwords in URLs);
  * nothing above lib/. */
 #ifndef PEPSI_LIB_CONF_H
 #define PEPSI_LIB_CONF_H
