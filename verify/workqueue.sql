@@ -46,5 +46,6 @@ select 'pepsi.workqueue_paused_idx'::regclass;
 select 'pepsi.workqueue_pending_idx'::regclass;
 select 'pepsi.workqueue_pending_sender_idx'::regclass;
 select 'pepsi.workqueue_pkey'::regclass;
+select 'pepsi.workqueue_webhook_event_idx'::regclass;
 
 rollback;
