@@ -158,13 +158,13 @@ create unique index anomaly_queue_mv_key on pepsi.anomaly_queue_mv (stage, statu
 
 create materialized view pepsi.anomaly_orphan_mv as
 -- Orphaned and contradictory records (W-40), one row per kind: how many
--- and an example (the smallest id). Webhook messages are read once.
+-- and an example (the smallest id). Webhook messages are read once,
+-- through the partial index on webhook_event_id (issue 13).
 with hooked as materialized (
     select w.workqueue_id, w.status, w.state->>'webhook_provider' as provider, w.state->>'external_id' as external_id,
-           case when (w.state->>'webhook_event') ~ '^[0-9]{1,18}$' then (w.state->>'webhook_event')::bigint end as event_id,
-           w.state->>'webhook_event' as event_text
+           w.webhook_event_id as event_id
       from pepsi.workqueue w
-     where w.state ? 'webhook_event'
+     where w.webhook_event_id is not null
 ), linked as materialized (
     select h.*, e.webhook_event_id as found_id, e.provider as e_provider, e.external_id as e_external_id,
            e.processed_at
@@ -189,10 +189,11 @@ with hooked as materialized (
       join pepsi.webhook_provider p on p.provider = e.provider and p.stage is not null
      where e.processed_at is null
        and e.received_at < now() - (select s.lost_after from pepsi.reconcile_settings s)
-       -- against the webhook messages read once above, not a scan of the
-       -- whole queue per event (which a stale estimate of webhook_events
-       -- turned into minutes per refresh)
-       and not exists (select 1 from hooked h where h.event_text = e.webhook_event_id::text)
+       -- against the webhook messages read once above (through the partial
+       -- index, issue 13), never a scan of the whole queue per event (which
+       -- a stale estimate of webhook_events once turned into minutes per
+       -- refresh)
+       and not exists (select 1 from hooked h where h.event_id = e.webhook_event_id)
        -- deleted on purpose (workqueue_delete), not lost: issue 12
        and not exists (select 1 from pepsi.workqueue_tombstones t where t.webhook_event_id = e.webhook_event_id)
     union all

@@ -67,15 +67,19 @@
 -- the negative -1 cannot collide. Called inside a longer transaction,
 -- the lock is held until that transaction ends.
 --
--- Cost: a pass reads the workqueue sequentially a few times (running
--- rows; the messages that carry a webhook event; the hash side of the
--- lost-message anti-join), the unprocessed events through
--- webhook_events_unprocessed_idx, the paused rows through
+-- Cost: a pass reads the running rows of the workqueue sequentially, the
+-- messages that carry a webhook event through the partial index
+-- workqueue_webhook_event_idx (issue 13: the link is the column
+-- workqueue.webhook_event_id, never state->>'webhook_event'), which the
+-- lost-message anti-join also reads (a probe per event, or one ordered
+-- pass over the index when the events are many), the unprocessed events
+-- through webhook_events_unprocessed_idx, the paused rows through
 -- workqueue_paused_idx, one window of the gap scan per provider, and a
--- bounded batch of digests; every step stops at batch_limit findings. It
--- adds no index to the workqueue, so the hot path (claims and hops) pays
--- nothing for it. It runs on a schedule (RECONCILE_INTERVAL) and when
--- notified, never in the claim.
+-- bounded batch of digests; every step stops at batch_limit findings.
+-- That index holds only the messages made from webhook events, so the
+-- claims and the hops of every other message pay nothing for it (a hop
+-- of a webhook message, never HOT, adds it one entry). It runs on a schedule
+-- (RECONCILE_INTERVAL) and when notified, never in the claim.
 
 begin;
 
@@ -110,7 +114,7 @@ begin
       from pepsi.workqueue_body b where b.body_id = old.body_id;
     perform set_config('pepsi.delivered_digest',
                        case when v_digest is null then ''
-                            else (old.state->>'webhook_event') || ':' || encode(v_digest, 'hex') end,
+                            else old.webhook_event_id || ':' || encode(v_digest, 'hex') end,
                        true);
     return null;
 end
@@ -119,7 +123,7 @@ $$;
 create trigger workqueue_webhook_delivered
     after delete on pepsi.workqueue
     for each row
-    when (old.status = 'running' and (old.state->>'webhook_event') ~ '^[0-9]{1,18}$')
+    when (old.status = 'running' and old.webhook_event_id is not null)
     execute function pepsi.webhook_event_delivered();
 
 create function pepsi.webhook_event_digest()
@@ -318,10 +322,10 @@ security definer
 set search_path = pg_catalog, pepsi, pg_temp
 as $$
 -- Lost messages (W-21): events of pipeline providers, not processed,
--- older than lost_after, with no message at all (a hash anti-join: one
--- scan of the workqueue, not one per event) and no tombstone (a message
--- of the event deleted on purpose with workqueue_delete: issue 12, the
--- operator's decision stands). Each gets a new message like
+-- older than lost_after, with no message at all (an anti-join on
+-- workqueue_webhook_event_idx, issue 13: never a scan of the queue) and
+-- no tombstone (a message of the event deleted on purpose with
+-- workqueue_delete: issue 12, the operator's decision stands). Each gets a new message like
 -- the one the ingest made (body = payload, header block = headers, state
 -- naming the event, origin webhook:<provider>, arrived at received_at) at
 -- the provider's current stage and tube; its finish marks the event
@@ -342,7 +346,7 @@ begin
            and p.stage is not null
            and e.received_at < p_now - p_s.lost_after
            and not exists (select 1 from pepsi.workqueue w
-                            where (w.state->>'webhook_event') = e.webhook_event_id::text)
+                            where w.webhook_event_id = e.webhook_event_id)
            and not exists (select 1 from pepsi.workqueue_tombstones t
                             where t.webhook_event_id = e.webhook_event_id)
          order by e.webhook_event_id
@@ -463,8 +467,8 @@ language plpgsql
 security definer
 set search_path = pg_catalog, pepsi, pg_temp
 as $$
--- The messages that carry a webhook event against their events, in one
--- scan of the workqueue: a message naming an event that is not stored
+-- The messages that carry a webhook event (webhook_event_id, read through
+-- its partial index: issue 13) against their events: a message naming an event that is not stored
 -- (message_without_event), a processed event whose message still exists
 -- (processed_with_message: which path delivered it cannot be known
 -- here), an unprocessed event whose message failed or timed out
@@ -479,10 +483,10 @@ declare
 begin
     with msgs as materialized (
         select w.workqueue_id, w.stage, w.status::text as status, w.state->>'last_error' as last_error,
-               (w.state->>'webhook_event')::bigint as event_id,
+               w.webhook_event_id as event_id,
                w.state->>'webhook_provider' as provider, w.state->>'external_id' as external_id
           from pepsi.workqueue w
-         where (w.state->>'webhook_event') ~ '^[0-9]{1,18}$'
+         where w.webhook_event_id is not null
     ), judged as (
         select m.*, e.processed_at,
                case when e.webhook_event_id is null then 'message_without_event'

@@ -45,7 +45,7 @@ as $$
 --   'dispatcher'       p_n = owner slot (0 or more): the session lock of
 --                      one dispatcher per slot (D-14); the runner's C side
 --                      takes the same lock (DISPATCH_LOCK_CLASS_SQL in
---                      runner/src/conn.h is this class)
+--                      runner/src/lib/conn.h is this class)
 --   'reconcile'        -1: one reconciliation pass at a time (W-26)
 --   'anomaly_evaluate' -2: one anomaly run at a time (W-41)
 --   'anomaly_refresh'  -10 - p_n: the refresh of anomaly view p_n (1..4)
@@ -70,7 +70,7 @@ revoke all on function pepsi.lock_key(text, int) from public;
 -- validators (pepsi.stage_check PX001, pepsi.tube_check PX006, the webhook
 -- provider check PX010) and the tables' named CHECK constraints call the
 -- predicates, so the error codes and messages users see are unchanged.
--- The runner's one copy is proto_stage_name_valid (runner/src/proto.c).
+-- The runner's one copy is proto_stage_name_valid (runner/src/lib/proto.c).
 
 create function pepsi.stage_name_valid(p_name text)
 returns boolean

@@ -113,15 +113,16 @@ as $$
 -- (issue 13: one shape for the ingest and reconciliation's re-inject):
 -- at p_stage and p_tube, body = the payload, header block = the headers
 -- ("Key: value" lines in key order, CRLF-terminated; none: NULL), origin
--- webhook:<provider>, arrived at received_at, state naming the event
--- (webhook_event, webhook_provider, external_id) merged with p_state.
+-- webhook:<provider>, arrived at received_at, linked to the event by
+-- webhook_event_id (issue 13), state naming the event (webhook_event,
+-- webhook_provider, external_id: stage programs read it) merged with p_state.
     select row(p_stage, p_tube, p_payload,
                (select string_agg(h.key || ': ' || h.value, E'\r\n' order by h.key) || E'\r\n'
                   from jsonb_each_text(p_headers) h),
                null, '{}', 'webhook:' || p_provider, null,
                jsonb_build_object('webhook_event', p_event_id, 'webhook_provider', p_provider,
                                   'external_id', p_external_id) || coalesce(p_state, '{}'),
-               null, null, p_received_at)::pepsi.workqueue_item
+               null, null, p_received_at, p_event_id)::pepsi.workqueue_item
 $$;
 
 create function pepsi.webhook_events_ingest(p_events jsonb, p_payloads bytea default null)

@@ -324,7 +324,7 @@ comment on table pepsi.workqueue_body is
 -- CHECK is inlined, i.e. its body parsed, each time a statement writes the
 -- table, and this table is written by every claim and every hop (measured:
 -- +40k instructions per UPDATE, +10 % for a one-row update; callgrind).
--- pgtap/46 checks that both copies accept and refuse the same names.
+-- pgtap/48 checks that both copies accept and refuse the same names.
 create table pepsi.workqueue (
     workqueue_id    bigint generated always as identity
                     constraint workqueue_pkey primary key,
@@ -351,6 +351,7 @@ create table pepsi.workqueue (
     claimed_at      timestamptz,
     claim_id        bigint,
     timeout         timestamptz,
+    webhook_event_id bigint,
     constraint workqueue_paused_timeout_check
         check (status <> 'paused' or timeout is not null)
 );
@@ -367,6 +368,8 @@ comment on column pepsi.workqueue.claim_id is
     'The dispatcher''s id of the claim that last set the row running (pepsi.claim_incarnation): a claim whose answer was lost is given back by it (pepsi.workqueue_unclaim).';
 comment on column pepsi.workqueue.timeout is
     'When a paused row is due to be retried.';
+comment on column pepsi.workqueue.webhook_event_id is
+    'The webhook event (pepsi.webhook_events) this message delivers: set by the functions that make a message from an event (webhook_events_ingest, hence the back-fill; reconcile''s re-injection), carried by workqueue_split; NULL for every other message. The link the finish trigger, workqueue_delete''s tombstone, reconciliation and the anomaly views follow (issue 13); state.webhook_event is its copy for stage programs. No foreign key: a message whose event is gone is an anomaly to report (message_without_event), and the ingest must not lock event rows for it.';
 
 -- The plain claim's index (D-41) and the fair claim's (D-59). Partial, so
 -- they hold only what can be claimed.
@@ -377,6 +380,11 @@ create index workqueue_pending_sender_idx on pepsi.workqueue (stage, sender_key,
 -- The paused sweep: due rows and the earliest remaining timeout (D-93).
 create index workqueue_paused_idx on pepsi.workqueue (timeout)
     where status = 'paused';
+-- The link to a webhook event (issue 13): reconciliation and the anomaly
+-- views read the linked rows only, through this index. Partial: most
+-- messages carry no event, and a row without one costs the index nothing.
+create index workqueue_webhook_event_idx on pepsi.workqueue (webhook_event_id)
+    where webhook_event_id is not null;
 -- Body deletion looks for the remaining references of a body.
 create index workqueue_body_id_idx on pepsi.workqueue (body_id)
     where body_id is not null;

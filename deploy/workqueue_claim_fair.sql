@@ -5,7 +5,7 @@ begin;
 
 -- The dispatcher's sender leads, kept where the claim can read them (issue
 -- 12; docs/fair-scheduling.md). The dispatcher owns the leads (D-48, in
--- memory, runner/src/fair.c); this is their copy for the fair claim, which
+-- memory, runner/src/dispatch/fair.c); this is their copy for the fair claim, which
 -- reads only the leads of its window's senders (at most 64 index probes a
 -- stage) instead of receiving every lead with every call. Written only by
 -- workqueue_claim_fair, from the leads that changed since the dispatcher's
@@ -132,7 +132,7 @@ as $$
 --                        kept lead under half the average counts as 0. Then
 --                        every lead stage must be one of p_stages.
 --   p_lead_base, p_lead_scale
---                      per stage: the dispatcher's frame (runner/src/fair.c:
+--                      per stage: the dispatcher's frame (runner/src/dispatch/fair.c:
 --                      leads decay by halving without rewriting v). NULL
 --                      (the array or an entry): base 0, scale 1, i.e. v is
 --                      the lead. scale must be finite and > 0.
@@ -210,7 +210,7 @@ as $$
 --                 relative to that sender (D-48, D-54). When the window is
 --                 a part of the senders, the dispatcher keeps the smallest
 --                 lead_floor from one lap to the next and subtracts that at
---                 the lap (fair_level in runner/src/fair.c).
+--                 the lap (fair_level in runner/src/dispatch/fair.c).
 --   leads_lost    with a claim id, true when this call did not sync the
 --                 stage and pepsi.fair_stage does not say the stage's leads
 --                 are held in full by this incarnation: the kept leads

@@ -5,7 +5,9 @@ begin;
 
 -- One message as a producer hands it in, before it is written: the shared
 -- shape of workqueue_inject's arguments and a workqueue_inject_batch
--- element, so that both are checked by one function.
+-- element, so that both are checked by one function; also a message made
+-- from a webhook event (webhook_event_item) or a split's sibling, which
+-- carry the event link webhook_event_id (issue 13; NULL for a producer's).
 create type pepsi.workqueue_item as (
     stage           text,
     tube            text,
@@ -18,7 +20,8 @@ create type pepsi.workqueue_item as (
     state           jsonb,
     subject         text,
     header_from     text,
-    arrived_at      timestamptz
+    arrived_at      timestamptz,
+    webhook_event_id bigint
 );
 
 create function pepsi.workqueue_item_check(p_item pepsi.workqueue_item, p_where text default null)
@@ -86,7 +89,9 @@ set search_path = pg_catalog, pepsi, pg_temp
 as $$
 -- Writes the messages p_items, pending at their stage, in one statement
 -- and returns their new ids in input order: the one place a message row
--- is created (issue 13: inject, inject_batch, split). Body sharing: with
+-- is created (issue 13: inject, inject_batch, split, the webhook ingest
+-- and reconciliation's re-inject), with the item's webhook_event_id (the
+-- event link; NULL for a producer's message). Body sharing: with
 -- p_body_ids NULL, an item with a body or a header block gets a
 -- workqueue_body row of its own (body ids are drawn before the insert, so
 -- that each message knows its body without matching rows back by
@@ -104,16 +109,17 @@ begin
                     then nextval(pg_get_serial_sequence('pepsi.workqueue_body', 'body_id')) end as body_id
           from unnest(p_items) with ordinality as i(stage, tube, body, headers, envelope_sender, recipients,
                                                     origin_user, origin_addr, state, subject, header_from,
-                                                    arrived_at, ord)
+                                                    arrived_at, webhook_event_id, ord)
     ), bodies as (
         insert into pepsi.workqueue_body (body_id, headers, body)
         overriding system value
         select s.body_id, s.headers, s.body from src s where s.body_id is not null and p_body_ids is null
     )
     insert into pepsi.workqueue (tube, stage, origin_user, origin_addr, envelope_sender,
-                                 recipients, header_from, subject, state, body_id, arrived_at)
+                                 recipients, header_from, subject, state, body_id, arrived_at,
+                                 webhook_event_id)
     select s.tube, s.stage, s.origin_user, s.origin_addr, s.envelope_sender, s.recipients,
-           s.header_from, s.subject, s.state, s.body_id, s.arrived_at
+           s.header_from, s.subject, s.state, s.body_id, s.arrived_at, s.webhook_event_id
       from src s
      order by s.ord
     returning workqueue_id;
@@ -154,7 +160,7 @@ as $$
 declare
     v_item pepsi.workqueue_item := row(p_stage, p_tube, p_body, p_headers, p_envelope_sender,
                                        coalesce(p_recipients, '{}'), p_origin_user, p_origin_addr, p_state,
-                                       p_subject, p_header_from, p_arrived_at)::pepsi.workqueue_item;
+                                       p_subject, p_header_from, p_arrived_at, null)::pepsi.workqueue_item;
     v_id bigint;
 begin
     perform pepsi.workqueue_item_check(v_item);
@@ -256,7 +262,7 @@ begin
                        e.m->>'headers', e.m->>'envelope_sender',
                        array(select jsonb_array_elements_text(coalesce(e.m->'recipients', '[]'))),
                        e.m->>'origin_user', (e.m->>'origin_addr')::inet, coalesce(e.m->'state', '{}'),
-                       e.m->>'subject', e.m->>'header_from', now())::pepsi.workqueue_item
+                       e.m->>'subject', e.m->>'header_from', now(), null)::pepsi.workqueue_item
               from jsonb_array_elements(p_messages) with ordinality as e(m, ord)
              order by e.ord);
     exception when data_exception then

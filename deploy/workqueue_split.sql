@@ -16,9 +16,9 @@ as $$
 -- the message's recipients exactly once. The first group stays on the
 -- message (still running, for the caller to go on with); every other group
 -- becomes a new pending message at the same stage with the same envelope,
--- state, arrival and body (shared, not copied: the body goes with its last
--- message). No NOTIFY (D-34): the caller's status line brings the
--- dispatcher to claim them. Returns the new ids, in group order.
+-- state, webhook event (webhook_event_id), arrival and body (shared, not
+-- copied: the body goes with its last message). No NOTIFY (D-34): the
+-- caller's status line brings the dispatcher to claim them. Returns the new ids, in group order.
 -- Raises PX003 (groups malformed, fewer than two, or not the recipients),
 -- PX004/PX005. Tables: workqueue (update; insert through workqueue_create).
 declare
@@ -55,7 +55,7 @@ begin
       from (select e.n, row(v_row.stage, v_row.tube, null, null, v_row.envelope_sender,
                             array(select jsonb_array_elements_text(e.g)), v_row.origin_user, v_row.origin_addr,
                             v_row.state - 'strikes', v_row.subject, v_row.header_from,
-                            v_row.arrived_at)::pepsi.workqueue_item as item
+                            v_row.arrived_at, v_row.webhook_event_id)::pepsi.workqueue_item as item
               from jsonb_array_elements(p_groups) with ordinality as e(g, n)
              where e.n > 1) i;
     return array(select c from pepsi.workqueue_create(v_items, v_bodies) c);

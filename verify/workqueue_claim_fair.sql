@@ -20,4 +20,8 @@ select 1 / (not pg_catalog.has_table_privilege('public', 'pepsi.fair_lead', 'sel
 select 1 / (not pg_catalog.has_table_privilege('public', 'pepsi.fair_stage', 'select'))::int;
 select 1 / (not pg_catalog.has_table_privilege('pepsi_runner', 'pepsi.fair_lead', 'select'))::int;
 
+-- issue 13: every index of the change, by name.
+select 'pepsi.fair_lead_pkey'::regclass;
+select 'pepsi.fair_stage_pkey'::regclass;
+
 rollback;

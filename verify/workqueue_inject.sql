@@ -17,4 +17,7 @@ exception when sqlstate 'PX003' then
 end
 $$;
 
+-- issue 13: every function of the change, by its exact signature.
+select 'pepsi.workqueue_batch_casts(jsonb)'::regprocedure;
+
 rollback;

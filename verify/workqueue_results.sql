@@ -14,4 +14,13 @@ select pg_catalog.has_function_privilege('pepsi_worker', 'pepsi.workqueue_finish
 select pg_catalog.has_function_privilege('pepsi_worker', 'pepsi.workqueue_pause(bigint, text, timestamptz, text, jsonb)', 'execute');
 select pg_catalog.has_function_privilege('pepsi_worker', 'pepsi.workqueue_fail(bigint, text, text, text, jsonb)', 'execute');
 
+-- issue 13: every function of the change, by its exact signature.
+select 'pepsi.failure_class_check(text)'::regprocedure;
+select 'pepsi.state_patch_check(jsonb)'::regprocedure;
+select 'pepsi.workqueue_hop(jsonb, jsonb, text, text[], text, pepsi.workqueue_status, int)'::regprocedure;
+select 'pepsi.workqueue_hop_check(text[], int)'::regprocedure;
+select 'pepsi.workqueue_hop_refuse(text[], int)'::regprocedure;
+select 'pepsi.workqueue_hop_slow(jsonb, jsonb, text, text[], text, int, int)'::regprocedure;
+select 'pepsi.workqueue_refuse(bigint, text)'::regprocedure;
+
 rollback;

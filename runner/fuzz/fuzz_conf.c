@@ -19,10 +19,10 @@
  *   - without rows and NUL bytes, conf_load_string() agrees with the file;
  *   - each line, and each row's value, through every value parser: what
  *     they accept is in range. */
-#include "conf.h"
+#include "lib/conf.h"
 #include "ingress/iconf.h"
-#include "overlay.h"
-#include "proto.h"
+#include "lib/overlay.h"
+#include "lib/proto.h"
 
 #include <libpq-fe.h>
 #include <stdint.h>

@@ -1,7 +1,7 @@
 /* stages/exec_env.c — see exec_env.h. */
 #include "stages/exec_env.h"
 
-#include "util.h"
+#include "lib/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
