@@ -340,7 +340,10 @@ static int worker_out_line(void *arg, const char *line, size_t len)
 
     if (w->protocol_error)
         return -1;
-    if (w->state == WORKER_STARTING) {
+    /* A worker retired while starting (reload, telemetry_changed) is
+     * closing but still owes its "ready": that line is not a second one.
+     * It then runs what it holds and goes, as any retired worker. */
+    if (w->state == WORKER_STARTING || (w->state == WORKER_CLOSING && !w->ready)) {
         struct proto_status st;
         if (proto_parse_line(line, len, &st) != PROTO_READY) {
             if (st.report)
@@ -348,7 +351,8 @@ static int worker_out_line(void *arg, const char *line, size_t len)
             worker_protocol_error(w, "expected ready", line, len);
             return -1;
         }
-        w->state = WORKER_READY;
+        if (w->state == WORKER_STARTING)
+            w->state = WORKER_READY;
         w->ready = true;
         w->stage->spawn_failures = 0;
         log_debug(w->stage->name, "worker pid=%d is ready", w->pid);
