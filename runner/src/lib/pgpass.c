@@ -207,20 +207,6 @@ static char *runtime_base(void)
     return xstrdup(tmp && *tmp == '/' ? tmp : "/tmp");
 }
 
-static int write_all(int fd, const char *buf, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = write(fd, buf, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        buf += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
 /* Writes line to a new file at path, mode 0600; 0 or -1 with errno. */
 static int write_passfile(const char *path, const char *line)
 {
@@ -228,7 +214,7 @@ static int write_passfile(const char *path, const char *line)
     if (fd < 0)
         return -1;
     /* umask can only take bits away; say exactly what libpq requires. */
-    if (fchmod(fd, 0600) != 0 || write_all(fd, line, strlen(line)) != 0) {
+    if (fchmod(fd, 0600) != 0 || util_write_all(fd, line, strlen(line)) != 0) {
         int e = errno;
         close(fd);
         unlink(path);

@@ -3,12 +3,14 @@
 
 #include "lib/log.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
 #include <time.h>
+#include <unistd.h>
 
 uint64_t now_us(void)
 {
@@ -98,4 +100,19 @@ char *xasprintf(const char *fmt, ...)
     if (n < 0)
         out_of_memory(0);
     return s;
+}
+
+int util_write_all(int fd, const void *buf, size_t len)
+{
+    const char *p = buf;
+    while (len > 0) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return -1;
+        p += n;
+        len -= (size_t)n;
+    }
+    return 0;
 }

@@ -32,4 +32,8 @@ void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
 char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* Writes all len bytes of buf to fd, again after EINTR; 0, or -1 with
+ * errno set (0 bytes written counts as an error). */
+int util_write_all(int fd, const void *buf, size_t len);
+
 #endif

@@ -113,16 +113,9 @@ void sdk_answer(struct pepsi_worker *w, int status, const struct proto_report_en
     size_t len = proto_format_status(line, sizeof line, status, report, n);
     if (len == 0)
         len = proto_format_status(line, sizeof line, status, NULL, 0);
-    size_t off = 0;
-    while (off < len) {
-        ssize_t k = write(STDOUT_FILENO, line + off, len - off);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0) {
-            log_error(w->stage, "cannot write to the dispatcher: %s", strerror(errno));
-            exit(1);
-        }
-        off += (size_t)k;
+    if (util_write_all(STDOUT_FILENO, line, len) != 0) {
+        log_error(w->stage, "cannot write to the dispatcher: %s", strerror(errno));
+        exit(1);
     }
 }
 
