@@ -11,7 +11,8 @@
 #                   the packages it needs first (scripts/deps)
 #   make bench      benchmarks, one JSON object per line
 #   make deploy / revert   sqitch against the local cluster of `make run`
-#   make lint       cppcheck, shell syntax, generated files up to date, status
+#   make lint       cppcheck, shell syntax, generated files up to date, the
+#                   runner's include directions (scripts/check-includes), status
 #                   updates only in the state machine (scripts/lint-state-machine)
 #   make install    PREFIX=/usr/local, DESTDIR honoured
 #   make SANITIZE=1 ...    the same with ASan and UBSan (in build-asan/)
@@ -42,7 +43,7 @@ endif
 ALL_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(PKG_CFLAGS) -Irunner/src -I$(BUILD)
 
 SRC_MAIN := runner/src/main.c
-SRC_LIB  := $(filter-out $(SRC_MAIN),$(wildcard runner/src/*.c runner/src/worker/*.c runner/src/stages/*.c runner/src/ingress/*.c))
+SRC_LIB  := $(filter-out $(SRC_MAIN),$(wildcard runner/src/*.c runner/src/*/*.c))
 OBJ_LIB  := $(SRC_LIB:%.c=$(BUILD)/%.o)
 OBJ_MAIN := $(SRC_MAIN:%.c=$(BUILD)/%.o)
 TESTS    := $(patsubst runner/tests/%.c,$(BUILD)/tests/%,$(wildcard runner/tests/test_*.c))
@@ -80,7 +81,7 @@ $(BUILD)/%.o: %.c $(wildcard runner/src/*.h runner/src/*/*.h)
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
 # Only the schema check needs the manifest; a schema change rebuilds it alone.
-$(BUILD)/runner/src/schema.o: $(BUILD)/schema_build.h
+$(BUILD)/runner/src/lib/schema.o: $(BUILD)/schema_build.h
 
 $(RUNNER): $(OBJ_MAIN) $(OBJ_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
@@ -154,6 +155,9 @@ lint:
 	for f in scripts/* bench/run bench/ingress .ci/run runner/tests/e2e/*.t runner/tests/e2e/*.sh; do \
 		[ -f "$$f" ] && bash -n "$$f" || exit 1; done
 	scripts/schema-manifest > /dev/null
+	scripts/lint-once
+	scripts/check-includes --self-test
+	scripts/check-includes
 	scripts/lint-state-machine
 
 install: all

@@ -158,13 +158,13 @@ create unique index anomaly_queue_mv_key on pepsi.anomaly_queue_mv (stage, statu
 
 create materialized view pepsi.anomaly_orphan_mv as
 -- Orphaned and contradictory records (W-40), one row per kind: how many
--- and an example (the smallest id). Webhook messages are read once.
+-- and an example (the smallest id). Webhook messages are read once,
+-- through the partial index on webhook_event_id (issue 13).
 with hooked as materialized (
     select w.workqueue_id, w.status, w.state->>'webhook_provider' as provider, w.state->>'external_id' as external_id,
-           case when (w.state->>'webhook_event') ~ '^[0-9]{1,18}$' then (w.state->>'webhook_event')::bigint end as event_id,
-           w.state->>'webhook_event' as event_text
+           w.webhook_event_id as event_id
       from pepsi.workqueue w
-     where w.state ? 'webhook_event'
+     where w.webhook_event_id is not null
 ), linked as materialized (
     select h.*, e.webhook_event_id as found_id, e.provider as e_provider, e.external_id as e_external_id,
            e.processed_at
@@ -189,10 +189,11 @@ with hooked as materialized (
       join pepsi.webhook_provider p on p.provider = e.provider and p.stage is not null
      where e.processed_at is null
        and e.received_at < now() - (select s.lost_after from pepsi.reconcile_settings s)
-       -- against the webhook messages read once above, not a scan of the
-       -- whole queue per event (which a stale estimate of webhook_events
-       -- turned into minutes per refresh)
-       and not exists (select 1 from hooked h where h.event_text = e.webhook_event_id::text)
+       -- against the webhook messages read once above (through the partial
+       -- index, issue 13), never a scan of the whole queue per event (which
+       -- a stale estimate of webhook_events once turned into minutes per
+       -- refresh)
+       and not exists (select 1 from hooked h where h.event_id = e.webhook_event_id)
        -- deleted on purpose (workqueue_delete), not lost: issue 12
        and not exists (select 1 from pepsi.workqueue_tombstones t where t.webhook_event_id = e.webhook_event_id)
     union all
@@ -389,7 +390,7 @@ as $$
 -- reads it). The runner's maintenance refreshes one view per statement,
 -- so that no transaction of it holds the xmin horizon back for the whole
 -- suite (issue 12). A view another session is refreshing is skipped
--- (advisory try-lock 1885696115, -10 - n, transaction-level): returns
+-- (advisory try-lock pepsi.lock_key('anomaly_refresh', n), transaction-level): returns
 -- false when any was. Raises PX003 for an unknown view.
 -- Tables: the four anomaly_*_mv.
 declare
@@ -402,7 +403,7 @@ begin
     end if;
     for i in 1 .. cardinality(v_views) loop
         continue when p_view is not null and v_views[i] <> p_view;
-        if pg_try_advisory_xact_lock(1885696115, -10 - i) then
+        if (select pg_try_advisory_xact_lock(k.class_id, k.object_id) from pepsi.lock_key('anomaly_refresh', i) k) then
             execute format('refresh materialized view concurrently pepsi.%I', v_views[i]);
         else
             v_all := false;
@@ -487,8 +488,8 @@ as $$
 -- sends NOTIFY reconcile so that a reconciliation pass runs at once
 -- (W-41). A check that keeps firing does not notify again: the pass it
 -- started, and the scheduled ones, take it from there. One run at a time:
--- a run that finds another under way (advisory lock 1885696115, -2,
--- transaction-level) returns no rows at once. Returns one row per check.
+-- a run that finds another under way (advisory lock
+-- pepsi.lock_key('anomaly_evaluate'), transaction-level) returns no rows at once. Returns one row per check.
 -- Raises PX003 (no clock). Tables: anomaly_state, anomaly_signal,
 -- anomaly_sample (write), the materialized views (refresh), and what the
 -- metrics read.
@@ -503,7 +504,7 @@ begin
     if p_now is null then
         raise exception 'p_now must not be null' using errcode = 'PX003';
     end if;
-    if not pg_try_advisory_xact_lock(1885696115, -2) then
+    if not (select pg_try_advisory_xact_lock(k.class_id, k.object_id) from pepsi.lock_key('anomaly_evaluate') k) then
         return;
     end if;
     if coalesce(p_refresh, true) then
@@ -791,9 +792,10 @@ insert into pepsi.anomaly_check (name, family, reads, unit, min_value, max_value
                 then extract(epoch from $1 - d.updated_at) else 0 end
       from pepsi.dispatch_stats d$m$),
 ('dispatcher_lock', 'health', 'live', 'dispatchers', 1, null, 'critical',
- 'Dispatcher locks held in this database (advisory lock 1885696115, owner slot): none means no runner is serving.',
+ 'Dispatcher locks held in this database (advisory lock pepsi.lock_key(''dispatcher'', owner slot)): none means no runner is serving.',
  $m$select 'dispatchers', count(*) from pg_catalog.pg_locks l
-     where l.locktype = 'advisory' and l.granted and l.classid = 1885696115 and l.objsubid = 2
+     where l.locktype = 'advisory' and l.granted and l.objsubid = 2
+       and l.classid = (select k.class_id from pepsi.lock_key('dispatcher') k)::oid
        and l.objid < 2147483648
        and l.database = (select d.oid from pg_catalog.pg_database d where d.datname = current_database())$m$);
 

@@ -17,7 +17,7 @@ begin;
 create table pepsi.config_override (
     section     text not null
                 constraint config_override_section_check
-                check (section ~ '^stage-[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$'),
+                check (starts_with(section, 'stage-') and pepsi.stage_name_valid(substr(section, 7))),
     key         text not null
                 constraint config_override_key_check
                 check (key ~ '^[A-Z][A-Z0-9_]*$' or key = '*'),

@@ -56,26 +56,30 @@
 -- condition is gone. Repairs are resolved when made.
 --
 -- One pass at a time (W-26, W-27): a pass takes the transaction-level
--- advisory lock (1885696115, -1) with a try-lock and returns at once,
+-- advisory lock pepsi.lock_key('reconcile') with a try-lock and returns at once,
 -- doing nothing, when another session holds it. Transaction-level, not
 -- session-level, on purpose: the lock must be held until the pass's
 -- writes are committed, or a second pass could start, not see the
 -- first's re-injections and re-inject the same events again; it is
 -- released by the commit or rollback that ends the pass, so an error
--- cannot leave it behind. The key shares class 1885696115 ("peps") with
+-- cannot leave it behind. The key shares its class ("peps") with
 -- the dispatcher lock, whose second key is an owner slot (0 or more), so
 -- the negative -1 cannot collide. Called inside a longer transaction,
 -- the lock is held until that transaction ends.
 --
--- Cost: a pass reads the workqueue sequentially a few times (running
--- rows; the messages that carry a webhook event; the hash side of the
--- lost-message anti-join), the unprocessed events through
--- webhook_events_unprocessed_idx, the paused rows through
+-- Cost: a pass reads the running rows of the workqueue sequentially, the
+-- messages that carry a webhook event through the partial index
+-- workqueue_webhook_event_idx (issue 13: the link is the column
+-- workqueue.webhook_event_id, never state->>'webhook_event'), which the
+-- lost-message anti-join also reads (a probe per event, or one ordered
+-- pass over the index when the events are many), the unprocessed events
+-- through webhook_events_unprocessed_idx, the paused rows through
 -- workqueue_paused_idx, one window of the gap scan per provider, and a
--- bounded batch of digests; every step stops at batch_limit findings. It
--- adds no index to the workqueue, so the hot path (claims and hops) pays
--- nothing for it. It runs on a schedule (RECONCILE_INTERVAL) and when
--- notified, never in the claim.
+-- bounded batch of digests; every step stops at batch_limit findings.
+-- That index holds only the messages made from webhook events, so the
+-- claims and the hops of every other message pay nothing for it (a hop
+-- of a webhook message, never HOT, adds it one entry). It runs on a schedule
+-- (RECONCILE_INTERVAL) and when notified, never in the claim.
 
 begin;
 
@@ -110,7 +114,7 @@ begin
       from pepsi.workqueue_body b where b.body_id = old.body_id;
     perform set_config('pepsi.delivered_digest',
                        case when v_digest is null then ''
-                            else (old.state->>'webhook_event') || ':' || encode(v_digest, 'hex') end,
+                            else old.webhook_event_id || ':' || encode(v_digest, 'hex') end,
                        true);
     return null;
 end
@@ -119,7 +123,7 @@ $$;
 create trigger workqueue_webhook_delivered
     after delete on pepsi.workqueue
     for each row
-    when (old.status = 'running' and (old.state->>'webhook_event') ~ '^[0-9]{1,18}$')
+    when (old.status = 'running' and old.webhook_event_id is not null)
     execute function pepsi.webhook_event_delivered();
 
 create function pepsi.webhook_event_digest()
@@ -318,17 +322,17 @@ security definer
 set search_path = pg_catalog, pepsi, pg_temp
 as $$
 -- Lost messages (W-21): events of pipeline providers, not processed,
--- older than lost_after, with no message at all (a hash anti-join: one
--- scan of the workqueue, not one per event) and no tombstone (a message
--- of the event deleted on purpose with workqueue_delete: issue 12, the
--- operator's decision stands). Each gets a new message like
+-- older than lost_after, with no message at all (an anti-join on
+-- workqueue_webhook_event_idx, issue 13: never a scan of the queue) and
+-- no tombstone (a message of the event deleted on purpose with
+-- workqueue_delete: issue 12, the operator's decision stands). Each gets a new message like
 -- the one the ingest made (body = payload, header block = headers, state
 -- naming the event, origin webhook:<provider>, arrived at received_at) at
 -- the provider's current stage and tube; its finish marks the event
 -- processed, once. Event rows are locked (SKIP LOCKED), so a concurrent
 -- writer is never waited for. NOTIFY workqueue when any was made.
--- Returns how many. Tables: workqueue_body, workqueue (insert),
--- reconcile_findings (insert); webhook_events (read, row locks),
+-- Returns how many. Tables: workqueue_body, workqueue (insert, through
+-- workqueue_create), reconcile_findings (insert); webhook_events (read, row locks),
 -- webhook_provider, workqueue_tombstones (read).
 declare
     v_n int;
@@ -342,31 +346,26 @@ begin
            and p.stage is not null
            and e.received_at < p_now - p_s.lost_after
            and not exists (select 1 from pepsi.workqueue w
-                            where (w.state->>'webhook_event') = e.webhook_event_id::text)
+                            where w.webhook_event_id = e.webhook_event_id)
            and not exists (select 1 from pepsi.workqueue_tombstones t
                             where t.webhook_event_id = e.webhook_event_id)
          order by e.webhook_event_id
          limit p_s.batch_limit
            for update of e skip locked
     ), routed as materialized (
-        select l.*,
-               (select string_agg(h.key || ': ' || h.value, E'\r\n' order by h.key) || E'\r\n'
-                  from jsonb_each_text(l.headers) h) as header_block,
-               nextval(pg_get_serial_sequence('pepsi.workqueue_body', 'body_id')) as body_id
+        select l.*, row_number() over (order by l.webhook_event_id) as n
           from lost l
-    ), bodies as (
-        insert into pepsi.workqueue_body (body_id, headers, body)
-        overriding system value
-        select r.body_id, r.header_block, r.payload from routed r
     ), msgs as (
-        insert into pepsi.workqueue (tube, stage, origin_user, state, body_id, arrived_at)
-        select r.tube, r.stage, 'webhook:' || r.provider,
-               jsonb_build_object('webhook_event', r.webhook_event_id, 'webhook_provider', r.provider,
-                                  'external_id', r.external_id, 'reinjected_by_run', p_run),
-               r.body_id, r.received_at
-          from routed r
-         order by r.webhook_event_id
-        returning pepsi.workqueue.workqueue_id, (pepsi.workqueue.state->>'webhook_event')::bigint as event_id
+        -- The messages, made by the one function that makes them
+        -- (workqueue_create, issue 13), in event order.
+        select c.workqueue_id, r.webhook_event_id as event_id
+          from pepsi.workqueue_create(array(
+                   select pepsi.webhook_event_item(r.webhook_event_id, r.provider, r.external_id, r.payload, r.headers,
+                                                   r.received_at, r.stage, r.tube,
+                                                   jsonb_build_object('reinjected_by_run', p_run))
+                     from routed r
+                    order by r.n)) with ordinality as c(workqueue_id, n)
+          join routed r on r.n = c.n
     )
     insert into pepsi.reconcile_findings (run_id, kind, object, provider, external_id, webhook_event_id,
                                           workqueue_id, action, detail, found_at, resolved_at, resolution)
@@ -469,8 +468,8 @@ language plpgsql
 security definer
 set search_path = pg_catalog, pepsi, pg_temp
 as $$
--- The messages that carry a webhook event against their events, in one
--- scan of the workqueue: a message naming an event that is not stored
+-- The messages that carry a webhook event (webhook_event_id, read through
+-- its partial index: issue 13) against their events: a message naming an event that is not stored
 -- (message_without_event), a processed event whose message still exists
 -- (processed_with_message: which path delivered it cannot be known
 -- here), an unprocessed event whose message failed or timed out
@@ -485,10 +484,10 @@ declare
 begin
     with msgs as materialized (
         select w.workqueue_id, w.stage, w.status::text as status, w.state->>'last_error' as last_error,
-               (w.state->>'webhook_event')::bigint as event_id,
+               w.webhook_event_id as event_id,
                w.state->>'webhook_provider' as provider, w.state->>'external_id' as external_id
           from pepsi.workqueue w
-         where (w.state->>'webhook_event') ~ '^[0-9]{1,18}$'
+         where w.webhook_event_id is not null
     ), judged as (
         select m.*, e.processed_at,
                case when e.webhook_event_id is null then 'message_without_event'
@@ -729,7 +728,7 @@ begin
                 or (l.value ? 'queue_limit' and (l.value->>'queue_limit') !~ '^[0-9]{1,6}$'))) then
         raise exception 'limits must be {"<stage>": {"max_runtime_ms": N, "queue_limit": N}}' using errcode = 'PX003';
     end if;
-    if not pg_try_advisory_xact_lock(1885696115, -1) then
+    if not (select pg_try_advisory_xact_lock(k.class_id, k.object_id) from pepsi.lock_key('reconcile') k) then
         return query select false, null::bigint, 0, false;
         return;
     end if;

@@ -32,4 +32,79 @@ comment on schema pepsi is
 
 grant usage on schema pepsi to pepsi_runner, pepsi_worker, pepsi_ingress, pepsi_reader;
 
+-- Advisory locks (issue 13): every lock pepsi takes is named here, once.
+create function pepsi.lock_key(p_name text, p_n int default 0, out class_id int, out object_id int)
+language plpgsql immutable parallel safe
+set search_path = pg_catalog, pg_temp
+as $$
+-- The two int4 keys of a pepsi advisory lock, for
+-- pg_[try_]advisory_[xact_]lock(class_id, object_id) and for reading
+-- pg_locks (classid = class_id, objid = object_id::oid, objsubid = 2).
+-- The class is 1885696115 ("peps" as an int4) for every lock; the second
+-- key names what is locked:
+--   'dispatcher'       p_n = owner slot (0 or more): the session lock of
+--                      one dispatcher per slot (D-14); the runner's C side
+--                      takes the same lock (DISPATCH_LOCK_CLASS_SQL in
+--                      runner/src/lib/conn.h is this class)
+--   'reconcile'        -1: one reconciliation pass at a time (W-26)
+--   'anomaly_evaluate' -2: one anomaly run at a time (W-41)
+--   'anomaly_refresh'  -10 - p_n: the refresh of anomaly view p_n (1..4)
+-- Negative keys cannot collide with an owner slot. An unknown name is a
+-- programming error (XX000).
+begin
+    class_id := 1885696115;
+    object_id := case p_name when 'dispatcher' then p_n
+                             when 'reconcile' then -1
+                             when 'anomaly_evaluate' then -2
+                             when 'anomaly_refresh' then -10 - p_n end;
+    if object_id is null then
+        raise exception 'unknown advisory lock "%"', coalesce(p_name, '<null>') using errcode = 'XX000';
+    end if;
+end
+$$;
+
+revoke all on function pepsi.lock_key(text, int) from public;
+
+-- Names (issue 13): the stage-name and tube-name rules, each written once.
+-- The predicates hold the rule; the domains carry it for columns; the
+-- validators (pepsi.stage_check PX001, pepsi.tube_check PX006, the webhook
+-- provider check PX010) and the tables' named CHECK constraints call the
+-- predicates, so the error codes and messages users see are unchanged.
+-- The runner's one copy is proto_stage_name_valid (runner/src/lib/proto.c).
+
+create function pepsi.stage_name_valid(p_name text)
+returns boolean
+language sql immutable parallel safe
+as $$
+-- Whether p_name is a stage name: what follows "stage-" in a
+-- [stage-<name>] section, 1 to 63 characters, letters, digits, '_', '.',
+-- '-', starting with a letter or digit (ASCII only). NULL for NULL (a
+-- CHECK passes it; a validator refuses it first). Webhook provider names
+-- follow the same rule. SQL without SET options: inlined where used.
+    select p_name ~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$'
+$$;
+
+create function pepsi.tube_name_valid(p_name text)
+returns boolean
+language sql immutable parallel safe
+as $$
+-- Whether p_name is a tube name: beanstalkd's rule, which the tube spec
+-- routes by (T-02, T-30): 1 to 200 bytes (pepsi.input_limit('tube')) of
+-- letters, digits and - + / ; . $ _ ( ), not starting with '-'; exact
+-- bytes, no case folding. NULL for NULL. Inlined where used.
+    select octet_length(p_name) <= 200 and p_name ~ '^[A-Za-z0-9+/;.$_()][A-Za-z0-9+/;.$_()-]*$'
+$$;
+
+create domain pepsi.stage_name as text
+    constraint stage_name_check check (pepsi.stage_name_valid(value));
+comment on domain pepsi.stage_name is
+    'A stage name (pepsi.stage_name_valid): 1 to 63 of A-Za-z0-9_.-, starting with a letter or digit.';
+
+create domain pepsi.tube_name as text
+    constraint tube_name_check check (pepsi.tube_name_valid(value));
+comment on domain pepsi.tube_name is
+    'A tube name (pepsi.tube_name_valid): 1 to 200 bytes of A-Za-z0-9-+/;.$_(), not starting with -.';
+
+revoke all on function pepsi.stage_name_valid(text), pepsi.tube_name_valid(text) from public;
+
 commit;

@@ -25,8 +25,7 @@ create table pepsi.settings (
     address     text not null
                 constraint settings_address_check
                 check (address = lower(address) and address ~ '^("[^"]*"|[^@\s"]+)@[^@\s]+$'),
-    stage       text not null
-                constraint settings_stage_check check (stage ~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$'),
+    stage       pepsi.stage_name not null,
     option      text not null
                 constraint settings_option_check check (option ~ '^[A-Z][A-Z0-9_]*$'),
     value       text not null,
@@ -48,7 +47,7 @@ as $$
 -- a URL, carry a credential, route messages or size the worker pools. The
 -- stage's own allow-list (USER_OPTIONS, checked by the worker) comes
 -- first; this is the backstop that holds even for a worker that skipped
--- it. runner/src/conf.c (conf_option_operator_only) keeps the same rule
+-- it. runner/src/lib/conf.c (conf_option_operator_only) keeps the same rule
 -- for USER_OPTIONS; pgtap/17 and test_conf check both on the same names.
     select p_option is null
         or p_option in ('PROGRAM', 'NEXT', 'BOUNCE_STAGE', 'THEN', 'ELSE', 'FUSION', 'USER_OPTIONS',

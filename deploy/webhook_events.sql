@@ -12,8 +12,8 @@
 -- processed_at is set when the event reached its destination:
 --   pipeline providers: when the message made from the event is finished,
 --     whatever stage finishes it. A row trigger after DELETE on workqueue
---     marks the event named by state.webhook_event of a deleted row that
---     was running (workqueue_finish deletes only running rows, and an
+--     marks the event named by the webhook_event_id column (issue 13) of a
+--     deleted row that was running (workqueue_finish deletes only running rows, and an
 --     operator deleting a failed message has not delivered it). It is a
 --     row trigger with a WHEN clause rather than a statement trigger:
 --     PostgreSQL evaluates the WHEN in C, so the finish of every other
@@ -64,14 +64,14 @@ security definer
 set search_path = pg_catalog, pepsi, pg_temp
 as $$
 -- Row trigger after DELETE on workqueue, for rows that were running and
--- carry state.webhook_event (see the WHEN clause of
+-- carry a webhook_event_id (see the WHEN clause of
 -- workqueue_webhook_finished): the message made from that webhook event
 -- is finished, so the event has reached its destination (W-18).
 -- Tables: webhook_events (update).
 begin
     update pepsi.webhook_events e
        set processed_at = now()
-     where e.webhook_event_id = (old.state->>'webhook_event')::bigint
+     where e.webhook_event_id = old.webhook_event_id
        and e.processed_at is null;
     return null;
 end
@@ -80,13 +80,13 @@ $$;
 create trigger workqueue_webhook_finished
     after delete on pepsi.workqueue
     for each row
-    when (old.status = 'running' and (old.state->>'webhook_event') ~ '^[0-9]{1,18}$')
+    when (old.status = 'running' and old.webhook_event_id is not null)
     execute function pepsi.webhook_event_finished();
 
 revoke all on table pepsi.webhook_events from public;
 revoke all on function pepsi.webhook_event_finished() from public;
 -- Stage programs may read an event in full (its latest payload, its
--- headers) by the id in their message's state.
+-- headers) by the id in their message's state (or webhook_event_id).
 grant select on pepsi.webhook_events to pepsi_worker;
 
 commit;

@@ -57,13 +57,8 @@ create table pepsi.webhook_id_sequence (
     retry_after        interval not null default interval '10 minutes'
                        constraint webhook_id_sequence_retry_after_check
                        check (retry_after >= interval '0'),
-    backfill_stage     text
-                       constraint webhook_id_sequence_backfill_stage_check
-                       check (backfill_stage ~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$'),
-    backfill_tube      text not null default 'default'
-                       constraint webhook_id_sequence_backfill_tube_check
-                       check (backfill_tube ~ '^[A-Za-z0-9+/;.$_()][A-Za-z0-9+/;.$_()-]*$'
-                              and octet_length(backfill_tube) <= 200),
+    backfill_stage     pepsi.stage_name,
+    backfill_tube      pepsi.tube_name not null default 'default',
     max_attempts       int not null default 3
                        constraint webhook_id_sequence_max_attempts_check
                        check (max_attempts between 1 and 100),

@@ -102,6 +102,29 @@ begin
 end
 $$;
 
+create function pepsi.webhook_event_item(p_event_id bigint, p_provider text, p_external_id text, p_payload bytea,
+                                        p_headers jsonb, p_received_at timestamptz, p_stage text, p_tube text,
+                                        p_state jsonb default '{}')
+returns pepsi.workqueue_item
+language sql stable
+set search_path = pg_catalog, pepsi, pg_temp
+as $$
+-- The message of a webhook event, as pepsi.workqueue_create takes it
+-- (issue 13: one shape for the ingest and reconciliation's re-inject):
+-- at p_stage and p_tube, body = the payload, header block = the headers
+-- ("Key: value" lines in key order, CRLF-terminated; none: NULL), origin
+-- webhook:<provider>, arrived at received_at, linked to the event by
+-- webhook_event_id (issue 13), state naming the event (webhook_event,
+-- webhook_provider, external_id: stage programs read it) merged with p_state.
+    select row(p_stage, p_tube, p_payload,
+               (select string_agg(h.key || ': ' || h.value, E'\r\n' order by h.key) || E'\r\n'
+                  from jsonb_each_text(p_headers) h),
+               null, '{}', 'webhook:' || p_provider, null,
+               jsonb_build_object('webhook_event', p_event_id, 'webhook_provider', p_provider,
+                                  'external_id', p_external_id) || coalesce(p_state, '{}'),
+               null, null, p_received_at, p_event_id)::pepsi.workqueue_item
+$$;
+
 create function pepsi.webhook_events_ingest(p_events jsonb, p_payloads bytea default null)
 returns table (ord int, webhook_event_id bigint, outcome text, workqueue_id bigint)
 language plpgsql
@@ -154,7 +177,8 @@ as $$
 -- payload, headers that are not an object, a received_at that is not a
 -- string or not a time).
 -- Tables: webhook_events (insert, update), webhook_event_refresh,
--- workqueue_body and workqueue (insert); webhook_provider (read).
+-- workqueue_body and workqueue (insert, through workqueue_create);
+-- webhook_provider (read).
 declare
     v_ord int[];
     v_ids bigint[];
@@ -290,26 +314,21 @@ begin
                   webhook_events.payload, webhook_events.headers, webhook_events.received_at,
                   (webhook_events.xmax = 0) as inserted
     ), routed as materialized (
-        select u.webhook_event_id, u.provider, u.external_id, u.payload, u.received_at, p.stage, p.tube,
-               (select string_agg(h.key || ': ' || h.value, E'\r\n' order by h.key) || E'\r\n'
-                  from jsonb_each_text(u.headers) h) as header_block,
-               nextval(pg_get_serial_sequence('pepsi.workqueue_body', 'body_id')) as body_id
+        select u.webhook_event_id, u.provider, u.external_id, u.payload, u.headers, u.received_at, p.stage, p.tube,
+               row_number() over (order by u.webhook_event_id) as n
           from up u
           join pepsi.webhook_provider p on p.provider = u.provider
          where u.inserted and p.stage is not null
-    ), bodies as (
-        insert into pepsi.workqueue_body (body_id, headers, body)
-        overriding system value
-        select r.body_id, r.header_block, r.payload from routed r
     ), msgs as (
-        insert into pepsi.workqueue (tube, stage, origin_user, state, body_id, arrived_at)
-        select r.tube, r.stage, 'webhook:' || r.provider,
-               jsonb_build_object('webhook_event', r.webhook_event_id, 'webhook_provider', r.provider,
-                                  'external_id', r.external_id),
-               r.body_id, r.received_at
-          from routed r
-         order by r.webhook_event_id
-        returning pepsi.workqueue.workqueue_id, (pepsi.workqueue.state->>'webhook_event')::bigint as event_id
+        -- The messages of the new events, made by the one function that
+        -- makes them (workqueue_create, issue 13), in event order.
+        select c.workqueue_id, r.webhook_event_id as event_id
+          from pepsi.workqueue_create(array(
+                   select pepsi.webhook_event_item(r.webhook_event_id, r.provider, r.external_id, r.payload, r.headers,
+                                                   r.received_at, r.stage, r.tube)
+                     from routed r
+                    order by r.n)) with ordinality as c(workqueue_id, n)
+          join routed r on r.n = c.n
     )
     select array_agg(s.ord order by s.ord),
            array_agg(coalesce(u.webhook_event_id, l.known_id) order by s.ord),
@@ -368,6 +387,7 @@ $$;
 
 revoke all on table pepsi.webhook_event_refresh from public;
 revoke all on function pepsi.webhook_event_refresh_apply(bigint[], int) from public;
+revoke all on function pepsi.webhook_event_item(bigint, text, text, bytea, jsonb, timestamptz, text, text, jsonb) from public;
 revoke all on function pepsi.webhook_events_ingest(jsonb, bytea) from public;
 revoke all on function pepsi.webhook_event_ingest(text, text, bytea, jsonb, timestamptz) from public;
 grant execute on function pepsi.webhook_events_ingest(jsonb, bytea) to pepsi_ingress;

@@ -18,7 +18,7 @@ create table pepsi.webhook_provider (
     provider           text
                        constraint webhook_provider_pkey primary key
                        constraint webhook_provider_name_check
-                       check (provider ~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$'),
+                       check (pepsi.stage_name_valid(provider)),
     scheme             text not null
                        constraint webhook_provider_scheme_check
                        check (scheme in ('standard-webhooks', 'stripe', 'github', 'slack', 'shopify', 'hmac-sha256')),
@@ -44,10 +44,10 @@ create table pepsi.webhook_provider (
                        check (octet_length(signature_prefix) <= 100),
     stage              text
                        constraint webhook_provider_stage_check
-                       check (stage ~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$'),
+                       check (pepsi.stage_name_valid(stage)),
     tube               text not null default 'default'
                        constraint webhook_provider_tube_check
-                       check (tube ~ '^[A-Za-z0-9+/;.$_()][A-Za-z0-9+/;.$_()-]*$' and octet_length(tube) <= 200),
+                       check (pepsi.tube_name_valid(tube)),
     enabled            boolean not null default true,
     created_at         timestamptz not null default now(),
     updated_at         timestamptz not null default now(),
@@ -100,7 +100,7 @@ declare
     v_secret text;
     v_key bytea;
 begin
-    if p_row.provider is null or p_row.provider !~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$' then
+    if p_row.provider is null or not pepsi.stage_name_valid(p_row.provider) then
         raise exception 'invalid webhook provider name "%"', left(coalesce(p_row.provider, '<null>'), 64)
             using errcode = 'PX010',
                   hint = 'A provider name has 1 to 63 letters, digits, "_", "." or "-" and starts with a letter or digit.';
@@ -162,12 +162,11 @@ begin
         raise exception 'webhook provider "%": signature header, encoding and prefix belong to the hmac-sha256 scheme only', p_row.provider
             using errcode = 'PX010';
     end if;
-    if p_row.stage is not null and p_row.stage !~ '^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$' then
+    if p_row.stage is not null and not pepsi.stage_name_valid(p_row.stage) then
         raise exception 'webhook provider "%": invalid entry stage "%"', p_row.provider, left(p_row.stage, 64)
             using errcode = 'PX010';
     end if;
-    if p_row.tube is null or octet_length(p_row.tube) > 200
-       or p_row.tube !~ '^[A-Za-z0-9+/;.$_()][A-Za-z0-9+/;.$_()-]*$' then
+    if p_row.tube is null or not pepsi.tube_name_valid(p_row.tube) then
         raise exception 'webhook provider "%": invalid tube "%"', p_row.provider, left(coalesce(p_row.tube, '<null>'), 64)
             using errcode = 'PX010';
     end if;

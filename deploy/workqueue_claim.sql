@@ -65,8 +65,7 @@ begin
     end if;
 
     if p_release_paused then
-        update pepsi.workqueue w set status = 'pending', timeout = null
-         where w.status = 'paused' and w.timeout <= p_now;
+        perform pepsi.workqueue_release_due(p_now);
     end if;
 
     return query

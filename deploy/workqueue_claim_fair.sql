@@ -5,7 +5,7 @@ begin;
 
 -- The dispatcher's sender leads, kept where the claim can read them (issue
 -- 12; docs/fair-scheduling.md). The dispatcher owns the leads (D-48, in
--- memory, runner/src/fair.c); this is their copy for the fair claim, which
+-- memory, runner/src/dispatch/fair.c); this is their copy for the fair claim, which
 -- reads only the leads of its window's senders (at most 64 index probes a
 -- stage) instead of receiving every lead with every call. Written only by
 -- workqueue_claim_fair, from the leads that changed since the dispatcher's
@@ -41,6 +41,44 @@ comment on table pepsi.fair_stage is
     'Per stage, the dispatcher incarnation whose leads pepsi.fair_lead holds in full (issue 12); written by workqueue_claim_fair when it is sent every lead of the stage.';
 
 revoke all on table pepsi.fair_lead, pepsi.fair_stage from public;
+
+-- One step of the fair claim's sender window (D-59, D-60; issue 13: the
+-- probe, once). Stable SQL without SET options, so the planner inlines it
+-- into workqueue_claim_fair's statement: each call is one index scan of
+-- workqueue_pending_sender_idx, never a function call per probe.
+create function pepsi.workqueue_sender_probe(p_stage text, p_after text, p_upto text, p_limit int)
+returns table (sender_key text, ids bigint[], i bigint, last boolean, batch int)
+language sql stable parallel safe
+as $$
+-- Reads the first p_limit pending entries of p_stage after sender
+-- p_after (exclusive; '' for the first sender), in (sender_key,
+-- workqueue_id) order: the only index with that order, so the probe stays
+-- on it; and yields every sender that starts among them, the first p_upto
+-- (inclusive; NULL: no bound) at most, numbered from 1 (i), with its
+-- oldest ids (array_agg keeps the scan's order). last: the last sender of
+-- the batch, which may have more rows (the others have none). batch: how
+-- many entries the next probe should read: 4 after a batch of one sender
+-- (a deep backlog: the window needs one row of it), 32 after a batch of
+-- several (short backlogs: several senders per probe); a probe costs much
+-- more than an entry (btree reads a leaf page at a time).
+-- p_upto filters after the limit, not in the scan: the entries kept are
+-- those the scan bounded by p_upto would have read (a prefix of the same
+-- order), and the index condition stays a single lower bound.
+    select g.sender_key, g.ids,
+           row_number() over (order by g.sender_key) as i,
+           lead(g.sender_key) over (order by g.sender_key) is null as last,
+           case when count(*) over () = 1 then 4 else 32 end as batch
+      from (select b.sender_key, array_agg(b.workqueue_id) as ids
+              from (select q.sender_key, q.workqueue_id
+                      from pepsi.workqueue q
+                     where q.stage = p_stage and q.status = 'pending' and q.sender_key > p_after
+                     order by q.sender_key, q.workqueue_id
+                     limit p_limit) b
+             where p_upto is null or b.sender_key <= p_upto
+             group by b.sender_key) g
+$$;
+
+revoke all on function pepsi.workqueue_sender_probe(text, text, text, int) from public;
 
 create function pepsi.workqueue_claim_fair(
     p_stages         text[],
@@ -94,7 +132,7 @@ as $$
 --                        kept lead under half the average counts as 0. Then
 --                        every lead stage must be one of p_stages.
 --   p_lead_base, p_lead_scale
---                      per stage: the dispatcher's frame (runner/src/fair.c:
+--                      per stage: the dispatcher's frame (runner/src/dispatch/fair.c:
 --                      leads decay by halving without rewriting v). NULL
 --                      (the array or an entry): base 0, scale 1, i.e. v is
 --                      the lead. scale must be finite and > 0.
@@ -172,7 +210,7 @@ as $$
 --                 relative to that sender (D-48, D-54). When the window is
 --                 a part of the senders, the dispatcher keeps the smallest
 --                 lead_floor from one lap to the next and subtracts that at
---                 the lap (fair_level in runner/src/fair.c).
+--                 the lap (fair_level in runner/src/dispatch/fair.c).
 --   leads_lost    with a claim id, true when this call did not sync the
 --                 stage and pepsi.fair_stage does not say the stage's leads
 --                 are held in full by this incarnation: the kept leads
@@ -251,8 +289,7 @@ begin
     end if;
 
     if p_release_paused then
-        update pepsi.workqueue w set status = 'pending', timeout = null
-         where w.status = 'paused' and w.timeout <= p_now;
+        perform pepsi.workqueue_release_due(p_now);
     end if;
 
     -- The kept leads (with a claim id): a synced stage keeps only what this
@@ -305,84 +342,31 @@ begin
                with ordinality as s(stage, cap, avg_usec, after, credit, base, scale, sync, ord)
          where s.cap > 0
     ),
-    -- 1. The window, by a batched skip-scan of workqueue_pending_sender_idx.
-    -- Each step is one probe that reads the next few entries after the
-    -- previous step's last sender, in (sender_key, workqueue_id) order: it
-    -- yields every sender that starts among them with its oldest rows (a
-    -- sender that is not the last of its batch has no more rows). A probe
-    -- reads 16 entries first, then 4 after a batch of one sender (a deep
-    -- backlog: the window needs one row of it) and 32 after a batch of
-    -- several (short backlogs: several senders per probe); a probe costs
-    -- much more than an entry (btree reads a leaf page at a time). win1
-    -- goes from p_window_after to the last sender; win2 wraps around to the
-    -- first sender and goes on up to p_window_after. Ordering by
-    -- (sender_key, workqueue_id) keeps every probe on that index: no other
-    -- has the order. array_agg keeps the subquery's order (ids oldest first).
+    -- 1. The window, by a batched skip-scan of workqueue_pending_sender_idx:
+    -- each step is one probe, pepsi.workqueue_sender_probe (inlined, so
+    -- each is an index scan of this plan), that reads the next 16, 4 or 32
+    -- entries after the previous step's last sender and yields every
+    -- sender that starts among them with its oldest rows. win1 goes from
+    -- p_window_after to the last sender; win2 wraps around to the first
+    -- sender ('' is below every sender key) and goes on up to
+    -- p_window_after.
     win1(ord, stage, n, sender, ids, last, batch) as (
         select st.ord, st.stage, f.i, f.sender_key, f.ids, f.last, f.batch
-          from st cross join lateral (
-                   select g.sender_key, g.ids,
-                          row_number() over (order by g.sender_key) as i,
-                          lead(g.sender_key) over (order by g.sender_key) is null as last,
-                          case when count(*) over () = 1 then 4 else 32 end as batch
-                     from (select b.sender_key, array_agg(b.workqueue_id) as ids
-                             from (select q.sender_key, q.workqueue_id
-                                     from pepsi.workqueue q
-                                    where q.stage = st.stage and q.status = 'pending'
-                                      and q.sender_key > coalesce(st.after, '')
-                                    order by q.sender_key, q.workqueue_id
-                                    limit 16) b
-                            group by b.sender_key) g) f
+          from st cross join lateral pepsi.workqueue_sender_probe(st.stage, coalesce(st.after, ''), null, 16) f
         union all
         select w.ord, w.stage, w.n + f.i, f.sender_key, f.ids, f.last, f.batch
-          from win1 w cross join lateral (
-                   select g.sender_key, g.ids,
-                          row_number() over (order by g.sender_key) as i,
-                          lead(g.sender_key) over (order by g.sender_key) is null as last,
-                          case when count(*) over () = 1 then 4 else 32 end as batch
-                     from (select b.sender_key, array_agg(b.workqueue_id) as ids
-                             from (select q.sender_key, q.workqueue_id
-                                     from pepsi.workqueue q
-                                    where q.stage = w.stage and q.status = 'pending'
-                                      and q.sender_key > w.sender
-                                    order by q.sender_key, q.workqueue_id
-                                    limit w.batch) b
-                            group by b.sender_key) g) f
+          from win1 w cross join lateral pepsi.workqueue_sender_probe(w.stage, w.sender, null, w.batch) f
          where w.last and w.n < p_window_size
     ),
     win2(ord, stage, after, n, sender, ids, last, batch) as (
         select st.ord, st.stage, st.after, coalesce(c.n, 0) + f.i, f.sender_key, f.ids, f.last, f.batch
           from st
                left join (select win1.ord, max(win1.n) as n from win1 group by win1.ord) c on c.ord = st.ord
-               cross join lateral (
-                   select g.sender_key, g.ids,
-                          row_number() over (order by g.sender_key) as i,
-                          lead(g.sender_key) over (order by g.sender_key) is null as last,
-                          case when count(*) over () = 1 then 4 else 32 end as batch
-                     from (select b.sender_key, array_agg(b.workqueue_id) as ids
-                             from (select q.sender_key, q.workqueue_id
-                                     from pepsi.workqueue q
-                                    where q.stage = st.stage and q.status = 'pending'
-                                      and q.sender_key <= st.after
-                                      and st.after is not null and coalesce(c.n, 0) < p_window_size
-                                    order by q.sender_key, q.workqueue_id
-                                    limit 16) b
-                            group by b.sender_key) g) f
+               cross join lateral pepsi.workqueue_sender_probe(st.stage, '', st.after, 16) f
+         where st.after is not null and coalesce(c.n, 0) < p_window_size
         union all
         select w.ord, w.stage, w.after, w.n + f.i, f.sender_key, f.ids, f.last, f.batch
-          from win2 w cross join lateral (
-                   select g.sender_key, g.ids,
-                          row_number() over (order by g.sender_key) as i,
-                          lead(g.sender_key) over (order by g.sender_key) is null as last,
-                          case when count(*) over () = 1 then 4 else 32 end as batch
-                     from (select b.sender_key, array_agg(b.workqueue_id) as ids
-                             from (select q.sender_key, q.workqueue_id
-                                     from pepsi.workqueue q
-                                    where q.stage = w.stage and q.status = 'pending'
-                                      and q.sender_key > w.sender and q.sender_key <= w.after
-                                    order by q.sender_key, q.workqueue_id
-                                    limit w.batch) b
-                            group by b.sender_key) g) f
+          from win2 w cross join lateral pepsi.workqueue_sender_probe(w.stage, w.sender, w.after, w.batch) f
          where w.last and w.n < p_window_size
     ),
     -- The leads passed in, without a claim id (with one they are kept).

@@ -90,9 +90,7 @@ begin
     with gone as (
         delete from pepsi.workqueue w
          where w.workqueue_id = any (p_ids)
-        returning w.workqueue_id, w.stage, w.status::text as status, w.tube,
-                  case when (w.state->>'webhook_event') ~ '^[0-9]{1,18}$'
-                       then (w.state->>'webhook_event')::bigint end as webhook_event_id
+        returning w.workqueue_id, w.stage, w.status::text as status, w.tube, w.webhook_event_id
     )
     insert into pepsi.workqueue_tombstones (workqueue_id, stage, status, tube, webhook_event_id, reason,
                                             deleted_by, deleted_at)

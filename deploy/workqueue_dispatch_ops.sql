@@ -90,20 +90,21 @@ set search_path = pg_catalog, pepsi, pg_temp
 as $$
 -- The paused sweep (D-93): due paused rows become pending; returns how
 -- many, and the earliest timeout still ahead (NULL when none), which is
--- when the dispatcher should sweep next. Both parts read the same
--- snapshot, so the rows being released are not counted as ahead.
+-- when the dispatcher should sweep next. Both parts run in the same
+-- transaction, so the rows being released are not counted as ahead (they
+-- are pending when the second part reads). The release itself is
+-- pepsi.workqueue_release_due, shared with the claims (issue 13).
 -- Raises PX003 (p_now NULL). Tables: workqueue (update).
 #variable_conflict use_column
+declare
+    v_released int;
 begin
     if p_now is null then
         raise exception 'p_now must not be NULL' using errcode = 'PX003';
     end if;
+    v_released := pepsi.workqueue_release_due(p_now);
     return query
-    with due as (
-        update pepsi.workqueue w set status = 'pending', timeout = null
-         where w.status = 'paused' and w.timeout <= p_now
-        returning 1)
-    select (select count(*)::int from due),
+    select v_released,
            (select min(w.timeout) from pepsi.workqueue w
              where w.status = 'paused' and w.timeout > p_now);
 end

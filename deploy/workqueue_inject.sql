@@ -5,7 +5,9 @@ begin;
 
 -- One message as a producer hands it in, before it is written: the shared
 -- shape of workqueue_inject's arguments and a workqueue_inject_batch
--- element, so that both are checked by one function.
+-- element, so that both are checked by one function; also a message made
+-- from a webhook event (webhook_event_item) or a split's sibling, which
+-- carry the event link webhook_event_id (issue 13; NULL for a producer's).
 create type pepsi.workqueue_item as (
     stage           text,
     tube            text,
@@ -18,7 +20,8 @@ create type pepsi.workqueue_item as (
     state           jsonb,
     subject         text,
     header_from     text,
-    arrived_at      timestamptz
+    arrived_at      timestamptz,
+    webhook_event_id bigint
 );
 
 create function pepsi.workqueue_item_check(p_item pepsi.workqueue_item, p_where text default null)
@@ -79,6 +82,50 @@ begin
 end
 $$;
 
+create function pepsi.workqueue_create(p_items pepsi.workqueue_item[], p_body_ids bigint[] default null)
+returns setof bigint
+language plpgsql
+set search_path = pg_catalog, pepsi, pg_temp
+as $$
+-- Writes the messages p_items, pending at their stage, in one statement
+-- and returns their new ids in input order: the one place a message row
+-- is created (issue 13: inject, inject_batch, split, the webhook ingest
+-- and reconciliation's re-inject), with the item's webhook_event_id (the
+-- event link; NULL for a producer's message). Body sharing: with
+-- p_body_ids NULL, an item with a body or a header block gets a
+-- workqueue_body row of its own (body ids are drawn before the insert, so
+-- that each message knows its body without matching rows back by
+-- position); with p_body_ids, item n shares the existing body
+-- p_body_ids[n] (NULL: none) and its body and headers are ignored.
+-- Nothing is checked here: the caller has checked every item
+-- (workqueue_item_check) or copies a row already stored. No NOTIFY: the
+-- caller decides. Tables: workqueue_body, workqueue (insert).
+begin
+    return query
+    with src as materialized (
+        select i.*,
+               case when p_body_ids is not null then p_body_ids[i.ord]
+                    when i.body is not null or i.headers is not null
+                    then nextval(pg_get_serial_sequence('pepsi.workqueue_body', 'body_id')) end as body_id
+          from unnest(p_items) with ordinality as i(stage, tube, body, headers, envelope_sender, recipients,
+                                                    origin_user, origin_addr, state, subject, header_from,
+                                                    arrived_at, webhook_event_id, ord)
+    ), bodies as (
+        insert into pepsi.workqueue_body (body_id, headers, body)
+        overriding system value
+        select s.body_id, s.headers, s.body from src s where s.body_id is not null and p_body_ids is null
+    )
+    insert into pepsi.workqueue (tube, stage, origin_user, origin_addr, envelope_sender,
+                                 recipients, header_from, subject, state, body_id, arrived_at,
+                                 webhook_event_id)
+    select s.tube, s.stage, s.origin_user, s.origin_addr, s.envelope_sender, s.recipients,
+           s.header_from, s.subject, s.state, s.body_id, s.arrived_at, s.webhook_event_id
+      from src s
+     order by s.ord
+    returning workqueue_id;
+end
+$$;
+
 create function pepsi.workqueue_inject(
     p_stage           text,
     p_body            bytea default null,
@@ -111,24 +158,13 @@ as $$
 -- notifications of one transaction into one.
 -- Tables: workqueue_body, workqueue (insert).
 declare
-    v_body_id bigint;
+    v_item pepsi.workqueue_item := row(p_stage, p_tube, p_body, p_headers, p_envelope_sender,
+                                       coalesce(p_recipients, '{}'), p_origin_user, p_origin_addr, p_state,
+                                       p_subject, p_header_from, p_arrived_at, null)::pepsi.workqueue_item;
     v_id bigint;
 begin
-    perform pepsi.workqueue_item_check(
-        row(p_stage, p_tube, p_body, p_headers, p_envelope_sender, coalesce(p_recipients, '{}'),
-            p_origin_user, p_origin_addr, p_state, p_subject, p_header_from, p_arrived_at)::pepsi.workqueue_item);
-
-    if p_body is not null or p_headers is not null then
-        insert into pepsi.workqueue_body (headers, body) values (p_headers, p_body)
-        returning body_id into v_body_id;
-    end if;
-
-    insert into pepsi.workqueue (tube, stage, origin_user, origin_addr, envelope_sender,
-                                 recipients, header_from, subject, state, body_id, arrived_at)
-    values (p_tube, p_stage, p_origin_user, p_origin_addr, p_envelope_sender,
-            coalesce(p_recipients, '{}'), p_header_from, p_subject, p_state, v_body_id, p_arrived_at)
-    returning workqueue_id into v_id;
-
+    perform pepsi.workqueue_item_check(v_item);
+    select c into v_id from pepsi.workqueue_create(array[v_item]) c;
     notify workqueue;
     return v_id;
 end
@@ -226,7 +262,7 @@ begin
                        e.m->>'headers', e.m->>'envelope_sender',
                        array(select jsonb_array_elements_text(coalesce(e.m->'recipients', '[]'))),
                        e.m->>'origin_user', (e.m->>'origin_addr')::inet, coalesce(e.m->'state', '{}'),
-                       e.m->>'subject', e.m->>'header_from', now())::pepsi.workqueue_item
+                       e.m->>'subject', e.m->>'header_from', now(), null)::pepsi.workqueue_item
               from jsonb_array_elements(p_messages) with ordinality as e(m, ord)
              order by e.ord);
     exception when data_exception then
@@ -238,35 +274,14 @@ begin
         perform pepsi.workqueue_item_check(v_item, 'message ' || v_n);
     end loop;
 
-    -- Body ids are drawn before the insert so that each message knows its
-    -- body without matching rows back by position.
-    return query
-    with src as materialized (
-        select i.*,
-               case when i.body is not null or i.headers is not null
-                    then nextval(pg_get_serial_sequence('pepsi.workqueue_body', 'body_id')) end as body_id
-          from unnest(v_items) with ordinality as i(stage, tube, body, headers, envelope_sender, recipients,
-                                                    origin_user, origin_addr, state, subject, header_from,
-                                                    arrived_at, ord)
-    ), bodies as (
-        insert into pepsi.workqueue_body (body_id, headers, body)
-        overriding system value
-        select s.body_id, s.headers, s.body from src s where s.body_id is not null
-    )
-    insert into pepsi.workqueue (tube, stage, origin_user, origin_addr, envelope_sender,
-                                 recipients, header_from, subject, state, body_id, arrived_at)
-    select s.tube, s.stage, s.origin_user, s.origin_addr, s.envelope_sender, s.recipients,
-           s.header_from, s.subject, s.state, s.body_id, s.arrived_at
-      from src s
-     order by s.ord
-    returning workqueue_id;
-
+    return query select c from pepsi.workqueue_create(v_items) c;
     notify workqueue;
 end
 $$;
 
 revoke all on function pepsi.workqueue_item_check(pepsi.workqueue_item, text) from public;
 revoke all on function pepsi.workqueue_batch_casts(jsonb) from public;
+revoke all on function pepsi.workqueue_create(pepsi.workqueue_item[], bigint[]) from public;
 revoke all on function pepsi.workqueue_inject(text, bytea, text, text, text[], text, inet, jsonb, text, text, text, timestamptz) from public;
 revoke all on function pepsi.workqueue_inject_batch(jsonb) from public;
 grant execute on function pepsi.workqueue_inject(text, bytea, text, text, text[], text, inet, jsonb, text, text, text, timestamptz)

@@ -1,5 +1,6 @@
 -- Deploy pepsi:workqueue_split to pg
 -- requires: workqueue_results
+-- requires: workqueue_inject
 
 begin;
 
@@ -15,17 +16,16 @@ as $$
 -- the message's recipients exactly once. The first group stays on the
 -- message (still running, for the caller to go on with); every other group
 -- becomes a new pending message at the same stage with the same envelope,
--- state, arrival and body (shared, not copied: the body goes with its last
--- message). No NOTIFY (D-34): the caller's status line brings the
--- dispatcher to claim them. Returns the new ids, in group order.
+-- state, webhook event (webhook_event_id), arrival and body (shared, not
+-- copied: the body goes with its last message). No NOTIFY (D-34): the
+-- caller's status line brings the dispatcher to claim them. Returns the new ids, in group order.
 -- Raises PX003 (groups malformed, fewer than two, or not the recipients),
--- PX004/PX005. Tables: workqueue (update, insert).
+-- PX004/PX005. Tables: workqueue (update; insert through workqueue_create).
 declare
     v_row pepsi.workqueue%rowtype;
     v_groups text[][];
-    v_new bigint[] := '{}';
-    v_id bigint;
-    v_group jsonb;
+    v_items pepsi.workqueue_item[];
+    v_bodies bigint[];
 begin
     select * into v_row from pepsi.workqueue w
      where w.workqueue_id = p_id and w.status = 'running' and w.stage = p_stage
@@ -49,17 +49,16 @@ begin
        set recipients = array(select jsonb_array_elements_text(p_groups->0))
      where w.workqueue_id = p_id;
 
-    for v_group in select g from jsonb_array_elements(p_groups) with ordinality as e(g, n) where n > 1 order by n loop
-        insert into pepsi.workqueue (tube, stage, status, origin_user, origin_addr, envelope_sender,
-                                     recipients, header_from, subject, state, body_id, arrived_at)
-        values (v_row.tube, v_row.stage, 'pending', v_row.origin_user, v_row.origin_addr,
-                v_row.envelope_sender, array(select jsonb_array_elements_text(v_group)),
-                v_row.header_from, v_row.subject, v_row.state - 'strikes', v_row.body_id,
-                v_row.arrived_at)
-        returning workqueue_id into v_id;
-        v_new := v_new || v_id;
-    end loop;
-    return v_new;
+    -- The other groups: copies sharing the body (workqueue_create, issue 13).
+    select array_agg(i.item order by i.n), array_agg(v_row.body_id order by i.n)
+      into v_items, v_bodies
+      from (select e.n, row(v_row.stage, v_row.tube, null, null, v_row.envelope_sender,
+                            array(select jsonb_array_elements_text(e.g)), v_row.origin_user, v_row.origin_addr,
+                            v_row.state - 'strikes', v_row.subject, v_row.header_from,
+                            v_row.arrived_at, v_row.webhook_event_id)::pepsi.workqueue_item as item
+              from jsonb_array_elements(p_groups) with ordinality as e(g, n)
+             where e.n > 1) i;
+    return array(select c from pepsi.workqueue_create(v_items, v_bodies) c);
 end
 $$;
 

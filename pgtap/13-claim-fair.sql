@@ -44,7 +44,7 @@ returns bigint[] language sql as $$
      where stage = p_stage and sender_key = 'user:' || p_user
 $$;
 
--- The dispatcher, in SQL, as runner/src/fair.c does it: leads per (stage,
+-- The dispatcher, in SQL, as runner/src/dispatch/fair.c does it: leads per (stage,
 -- sender); per stage the window, the FIFO credit and the smallest
 -- lead_floor since the last lap (acc); the cost of a message per sender
 -- (default: the average). After a claim: lead_floor is subtracted from

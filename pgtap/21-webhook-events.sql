@@ -2,7 +2,7 @@
 -- processed (W-18): the trigger workqueue_webhook_finished.
 
 begin;
-select plan(19);
+select plan(21);
 
 select has_table('pepsi', 'webhook_events', 'W-07: table webhook_events exists');
 select columns_are('pepsi', 'webhook_events',
@@ -64,6 +64,21 @@ select pepsi.workqueue_inject('deliver', p_state => '{"webhook_event": "not a nu
 update pepsi.workqueue set status = 'running' where workqueue_id = :odd;
 select lives_ok(format('select pepsi.workqueue_finish(%s, %L)', :odd, 'deliver'),
                 'a message whose state.webhook_event is not an id finishes normally');
+-- issue 13: the link is webhook_event_id, set only by the functions that
+-- make a message from an event. A producer's state naming an event links
+-- nothing: its finish does not mark that event.
+select webhook_event_id as ev4, workqueue_id as msg4
+  from pepsi.webhook_event_ingest('sw', 'evt-4', '{"n":4}'::bytea) \gset
+select pepsi.workqueue_inject('deliver', p_state => format('{"webhook_event": %s}', :ev4)::jsonb) as forged \gset
+update pepsi.workqueue set status = 'running' where workqueue_id = :forged;
+select pepsi.workqueue_finish(:forged, 'deliver');
+select is((select processed_at from pepsi.webhook_events where webhook_event_id = :ev4), null,
+          'issue 13: a message whose state names an event, without the link, does not mark it');
+-- The event's own message marks it, whatever its state says by then.
+update pepsi.workqueue set status = 'running', state = state - 'webhook_event' where workqueue_id = :msg4;
+select pepsi.workqueue_finish(:msg4, 'deliver');
+select isnt((select processed_at from pepsi.webhook_events where webhook_event_id = :ev4), null,
+            'issue 13: the message linked by webhook_event_id marks its event, even with state.webhook_event gone');
 select pepsi.workqueue_inject('deliver') as plain \gset
 update pepsi.workqueue set status = 'running' where workqueue_id = :plain;
 select lives_ok(format('select pepsi.workqueue_finish(%s, %L)', :plain, 'deliver'), 'a plain message finishes normally');

@@ -110,6 +110,9 @@ select is((select count(*)::int from pepsi.reconcile_findings where kind = 'stuc
 select webhook_event_id as failed_ev from pepsi.webhook_event_ingest('acme', 'fail_1', 'f'::bytea, '{}', now() - interval '1 hour') \gset
 update pepsi.workqueue set status = 'failed', state = state || '{"last_error": "HTTP 400"}' where state->>'external_id' = 'fail_1';
 select pepsi.workqueue_inject('deliver', p_state => '{"webhook_event": 987654321}') as orphan \gset
+-- The link is the column (issue 13): a message naming an event that is
+-- not stored, as a bug or a manual DELETE of the event would leave it.
+update pepsi.workqueue set webhook_event_id = 987654321 where workqueue_id = :orphan;
 select webhook_event_id as double_ev from pepsi.webhook_event_ingest('acme', 'double_1', 'd'::bytea, '{}', now() - interval '1 hour') \gset
 select pepsi.webhook_events_mark_processed(array[:double_ev]::bigint[]);
 select webhook_event_id as stale_ev from pepsi.webhook_event_ingest('pull', 'p_1', 'p'::bytea, '{}', now() - interval '2 hours') \gset

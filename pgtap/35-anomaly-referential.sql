@@ -32,7 +32,8 @@ select is(pg_temp.state_of('reconcile_findings_open'), 'ok', 'reconcile_findings
 set local session_replication_role = replica;   -- lets a row break the foreign key, as a bug would
 insert into pepsi.workqueue (stage, body_id) values ('deliver', 999999999);
 set local session_replication_role = origin;
-select pepsi.workqueue_inject('deliver', p_state => '{"webhook_event": 888888888}');
+select pepsi.workqueue_inject('deliver', p_state => '{"webhook_event": 888888888}') as orphan \gset
+update pepsi.workqueue set webhook_event_id = 888888888 where workqueue_id = :orphan;   -- the link (issue 13), to no event
 select pepsi.reconcile();   -- flags that message (before the lost event below exists, which it would repair)
 insert into pepsi.workqueue_body (body, created_at) select 'old orphan', now() - interval '1 hour' from generate_series(1, 101);
 select webhook_event_id as lost from pepsi.webhook_event_ingest('acme', 'e4', 'four'::bytea, '{}', now() - interval '1 hour') \gset

@@ -86,7 +86,8 @@ select is((select count(*) from pepsi.anomaly_sample), (select samples from idle
           'D-139: nor snapshots a counter that did not move');
 
 -- A check starts firing: a signal, since when, changed.
-select pepsi.workqueue_inject('deliver', p_state => '{"webhook_event": 555555555}');
+select pepsi.workqueue_inject('deliver', p_state => '{"webhook_event": 555555555}') as orphan \gset
+update pepsi.workqueue set webhook_event_id = 555555555 where workqueue_id = :orphan;   -- the link (issue 13), to no event
 select version as reconcile_v0 from pepsi.control_signal where channel = 'reconcile' \gset
 select results_eq($$select state, changed from pepsi.anomaly_run(now() + interval '1 minute') where check_name = 'messages_missing_event'$$,
                   $$values ('firing'::text, true)$$, 'W-37: a check leaving its range fires (changed)');
@@ -105,7 +106,7 @@ select is((select version from pepsi.control_signal where channel = 'reconcile')
 select is((select since from pepsi.anomaly_state where check_name = 'messages_missing_event'), now() + interval '1 minute',
           'since stays at the start of the episode');
 select is((select count(*)::int from pepsi.anomaly_signal), 1, 'one signal per episode');
-delete from pepsi.workqueue where state->>'webhook_event' = '555555555';
+delete from pepsi.workqueue where webhook_event_id = 555555555;
 select results_eq($$select state, changed from pepsi.anomaly_run(now() + interval '3 minutes') where check_name = 'messages_missing_event'$$,
                   $$values ('ok'::text, true)$$, 'back in range: ok');
 select is((select cleared_at from pepsi.anomaly_signal), now() + interval '3 minutes', 'the signal is cleared');

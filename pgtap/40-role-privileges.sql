@@ -98,6 +98,10 @@ insert into fn_doc values
     -- the hop rule (issue 12): called only by the stage-result functions above
     ('workqueue_hop', '{}'), ('workqueue_hop_check', '{}'), ('workqueue_hop_refuse', '{}'),
     ('workqueue_hop_slow', '{}'),
+    -- issue 13: shared SQL helpers (owner only)
+    ('lock_key', '{}'), ('workqueue_release_due', '{}'), ('workqueue_create', '{}'),
+    ('workqueue_sender_probe', '{}'), ('stage_name_valid', '{}'), ('tube_name_valid', '{}'),
+    ('webhook_event_item', '{}'),
     -- the one state machine (issue 13): called only by the wrappers above
     ('workqueue_transition', '{}'), ('transition_of', '{}');
 

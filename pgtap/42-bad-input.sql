@@ -142,7 +142,9 @@ create temp table time_internal (name text primary key) on commit drop;
 insert into time_internal values
     ('reconcile_flag'), ('reconcile_lost'), ('reconcile_stuck'), ('reconcile_links'), ('reconcile_digests'),
     ('reconcile_gaps'), ('reconcile_retention'), ('anomaly_sample_take'), ('anomaly_delta'),
-    ('webhook_backfill_inject'), ('transition_of');
+    ('webhook_backfill_inject'),
+    -- issue 13: helpers whose callers have checked the time
+    ('workqueue_release_due'), ('webhook_event_item'), ('transition_of');
 
 select is((select array_agg(distinct p.proname::text order by p.proname::text) from pg_proc p
             where p.pronamespace = 'pepsi'::regnamespace

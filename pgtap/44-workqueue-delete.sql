@@ -65,7 +65,7 @@ select is((select count(*)::int from pepsi.reconcile_findings where run_id = :r1
           'W-21: the event whose message was deleted by hand is re-injected');
 select is((select count(*)::int from pepsi.reconcile_findings where webhook_event_id = :ev_gone or object = 'event:' || :ev_gone), 0,
           'issue 12: the tombstoned one is not: no finding at all');
-select is((select count(*)::int from pepsi.workqueue where state->>'webhook_event' = :ev_gone::text), 0,
+select is((select count(*)::int from pepsi.workqueue where webhook_event_id = :ev_gone), 0,
           'issue 12: and no message made for it');
 select is((select findings from pepsi.reconcile()), 0, 'W-28: the next pass finds nothing either');
 
@@ -76,7 +76,7 @@ select is((select unprocessed from pepsi.anomaly_event_mv where provider = 'acme
           'issue 12: the tombstoned event is not counted as waiting (only the re-injected one is)');
 select is((select e.state from pepsi.anomaly_evaluate('oldest_unprocessed_event', now() + interval '30 minutes') e), 'firing',
           'oldest_unprocessed_event still sees the re-injected event waiting');
-delete from pepsi.workqueue where state->>'webhook_event' = :ev_lost::text;
+delete from pepsi.workqueue where webhook_event_id = :ev_lost;
 update pepsi.webhook_events set processed_at = now() where webhook_event_id = :ev_lost;
 select pepsi.anomaly_refresh();
 select is((select e.state from pepsi.anomaly_evaluate('oldest_unprocessed_event', now() + interval '30 minutes') e), 'ok',

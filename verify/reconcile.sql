@@ -17,4 +17,21 @@ select 1 / pg_catalog.has_function_privilege('pepsi_runner', 'pepsi.reconcile(ti
 select 'pepsi.reconcile_stamp()'::regprocedure, 'pepsi.reconcile_unchanged(bigint)'::regprocedure;
 select 'pepsi.reconcile_configure(jsonb)'::regprocedure;
 
+-- issue 13: every function of the change, by its exact signature.
+select 'pepsi.reconcile_digests(bigint, timestamptz, pepsi.reconcile_settings)'::regprocedure;
+select 'pepsi.reconcile_flag(bigint, timestamptz, text[], jsonb, boolean)'::regprocedure;
+select 'pepsi.reconcile_gaps(bigint, timestamptz, pepsi.reconcile_settings)'::regprocedure;
+select 'pepsi.reconcile_links(bigint, timestamptz, pepsi.reconcile_settings)'::regprocedure;
+select 'pepsi.reconcile_lost(bigint, timestamptz, pepsi.reconcile_settings)'::regprocedure;
+select 'pepsi.reconcile_retention(timestamptz, pepsi.reconcile_settings)'::regprocedure;
+select 'pepsi.reconcile_stuck(bigint, timestamptz, pepsi.reconcile_settings, jsonb)'::regprocedure;
+select 'pepsi.webhook_event_delivered()'::regprocedure;
+select 'pepsi.webhook_event_digest()'::regprocedure;
+-- issue 13: every index of the change, by name.
+select 'pepsi.reconcile_findings_open_key'::regclass;
+select 'pepsi.reconcile_findings_pkey'::regclass;
+select 'pepsi.reconcile_findings_run_id_idx'::regclass;
+select 'pepsi.reconcile_runs_pkey'::regclass;
+select 'pepsi.reconcile_settings_pkey'::regclass;
+
 rollback;

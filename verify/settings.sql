@@ -13,4 +13,9 @@ select 'pepsi.settings_address_idx'::regclass;
 select 1 / pepsi.settings_option_operator_only('COMMAND')::int;
 select 1 / (not pepsi.settings_option_operator_only('HEADERS'))::int;
 
+-- issue 13: every function of the change, by its exact signature.
+select 'pepsi.settings_option_operator_only(text)'::regprocedure;
+-- issue 13: every index of the change, by name.
+select 'pepsi.settings_pkey'::regclass;
+
 rollback;

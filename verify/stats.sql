@@ -10,4 +10,8 @@ select owner_slot, claims, claimed, wakeups, notifications, workers_started,
   from pepsi.dispatch_stats where false;
 select pg_catalog.has_function_privilege('pepsi.stats_flush(int, jsonb, jsonb, timestamptz)', 'execute');
 
+-- issue 13: every index of the change, by name.
+select 'pepsi.dispatch_stats_pkey'::regclass;
+select 'pepsi.stage_stats_pkey'::regclass;
+
 rollback;

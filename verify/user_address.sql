@@ -11,4 +11,7 @@ select 1 / (pepsi.user_address_owns('Al@X.org', 'al@x.org'))::int;
 select 1 / (not pepsi.user_address_owns('al', 'al@x.org'))::int;
 select 'pepsi.user_address_address_idx'::regclass;
 
+-- issue 13: every index of the change, by name.
+select 'pepsi.user_address_pkey'::regclass;
+
 rollback;

@@ -9,4 +9,7 @@ select 'pepsi.webhook_backfill_check_id(text, text, bytea)'::regprocedure;
 select 1 / pg_catalog.has_function_privilege('pepsi_worker',
            'pepsi.webhook_backfill_store(bigint, text, int, bytea, jsonb, timestamptz)', 'execute')::int;
 
+-- issue 13: every function of the change, by its exact signature.
+select 'pepsi.webhook_backfill_inject(text, text, text, text, timestamptz)'::regprocedure;
+
 rollback;

@@ -16,4 +16,12 @@ select 'pepsi.webhook_id_sequence_set(text, text, text, int, bigint, int, interv
 select 'pepsi.webhook_id_sequence_rewind(text, bigint)'::regprocedure;
 select 1 / (pepsi.webhook_external_id_format('prefixed', 'evt_', 4, 42) = 'evt_0042')::int;
 
+-- issue 13: every function of the change, by its exact signature.
+select 'pepsi.webhook_external_id_format(text, text, int, bigint)'::regprocedure;
+select 'pepsi.webhook_external_id_number(text, text, int, text)'::regprocedure;
+-- issue 13: every index of the change, by name.
+select 'pepsi.webhook_gaps_pkey'::regclass;
+select 'pepsi.webhook_gaps_unresolved_idx'::regclass;
+select 'pepsi.webhook_id_sequence_pkey'::regclass;
+
 rollback;

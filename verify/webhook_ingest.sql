@@ -7,5 +7,10 @@ select pg_catalog.has_function_privilege('pepsi.webhook_event_ingest(text, text,
 select refresh_id, webhook_event_id, payload, headers, received_at, recorded_at
   from pepsi.webhook_event_refresh where false;
 select 'pepsi.webhook_event_refresh_apply(bigint[], int)'::regprocedure;
+select 'pepsi.webhook_event_item(bigint, text, text, bytea, jsonb, timestamptz, text, text, jsonb)'::regprocedure;
+
+-- issue 13: every index of the change, by name.
+select 'pepsi.webhook_event_refresh_event_idx'::regclass;
+select 'pepsi.webhook_event_refresh_pkey'::regclass;
 
 rollback;

@@ -16,4 +16,12 @@ select pg_catalog.has_function_privilege('pepsi.webhook_provider_enable(text)', 
 select pg_catalog.has_function_privilege('pepsi.webhook_provider_list()', 'execute');
 select 1 / (pepsi.webhook_id_source_default('github') = 'header:X-GitHub-Delivery')::int;
 
+-- issue 13: every function of the change, by its exact signature.
+select 'pepsi.webhook_id_source_default(text)'::regprocedure;
+select 'pepsi.webhook_provider_check(pepsi.webhook_provider)'::regprocedure;
+select 'pepsi.webhook_provider_get(text)'::regprocedure;
+select 'pepsi.webhook_provider_save(pepsi.webhook_provider)'::regprocedure;
+-- issue 13: every index of the change, by name.
+select 'pepsi.webhook_provider_pkey'::regclass;
+
 rollback;

@@ -10,6 +10,7 @@ select 1 / (not pg_catalog.has_function_privilege('public',
     'execute'))::int;
 select workqueue_id, stage, sender_key, fifo, window_next, window_lap, fifo_credit, lead_floor, leads_lost
   from pepsi.workqueue_claim_fair('{}', '{}', '{}', '{}', '{}', '{}');
+select 'pepsi.workqueue_sender_probe(text, text, text, int)'::regprocedure;
 -- The kept leads: UNLOGGED, the owner's only.
 select stage, sender_key, incarnation, v from pepsi.fair_lead where false;
 select stage, incarnation from pepsi.fair_stage where false;
@@ -18,5 +19,9 @@ select 1 / ((select count(*) from pg_catalog.pg_class
 select 1 / (not pg_catalog.has_table_privilege('public', 'pepsi.fair_lead', 'select'))::int;
 select 1 / (not pg_catalog.has_table_privilege('public', 'pepsi.fair_stage', 'select'))::int;
 select 1 / (not pg_catalog.has_table_privilege('pepsi_runner', 'pepsi.fair_lead', 'select'))::int;
+
+-- issue 13: every index of the change, by name.
+select 'pepsi.fair_lead_pkey'::regclass;
+select 'pepsi.fair_stage_pkey'::regclass;
 
 rollback;

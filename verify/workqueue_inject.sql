@@ -6,6 +6,7 @@ select pg_catalog.has_function_privilege(
     'pepsi.workqueue_inject(text, bytea, text, text, text[], text, inet, jsonb, text, text, text, timestamptz)', 'execute');
 select pg_catalog.has_function_privilege('pepsi.workqueue_inject_batch(jsonb)', 'execute');
 select pg_catalog.has_function_privilege('pepsi.workqueue_item_check(pepsi.workqueue_item, text)', 'execute');
+select 'pepsi.workqueue_create(pepsi.workqueue_item[], bigint[])'::regprocedure;
 -- issue 11: the door refuses a field over its limit.
 do $$
 begin
@@ -15,5 +16,8 @@ exception when sqlstate 'PX003' then
     null;
 end
 $$;
+
+-- issue 13: every function of the change, by its exact signature.
+select 'pepsi.workqueue_batch_casts(jsonb)'::regprocedure;
 
 rollback;

@@ -18,4 +18,13 @@ select 'pepsi.workqueue_transition(pepsi.transition[], int, timestamptz)'::regpr
 select 'pepsi.transition_of(bigint, text, text, text, text, text[], jsonb, timestamptz, text, text, text, interval, text, bigint)'::regprocedure;
 select 1 / (cardinality(array(select pepsi.workqueue_transition('{}'))) = 0)::int;
 
+-- issue 13: every function of the change, by its exact signature.
+select 'pepsi.failure_class_check(text)'::regprocedure;
+select 'pepsi.state_patch_check(jsonb)'::regprocedure;
+select 'pepsi.workqueue_hop(jsonb, jsonb, text, text[], text, pepsi.workqueue_status, int)'::regprocedure;
+select 'pepsi.workqueue_hop_check(text[], int)'::regprocedure;
+select 'pepsi.workqueue_hop_refuse(text[], int)'::regprocedure;
+select 'pepsi.workqueue_hop_slow(jsonb, jsonb, text, text[], text, int, int)'::regprocedure;
+select 'pepsi.workqueue_refuse(bigint, text)'::regprocedure;
+
 rollback;

@@ -112,7 +112,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort(); /* no id is handed out with a refusal */
     }
     for (size_t i = 0; i < req.n; i++)
-        (void)event_keeps_header(req.name[i]);
+        (void)webhook_keeps_header(req.name[i]);
     free(id);
     free(p.id_arg);
     free(buf);

@@ -18,7 +18,7 @@
  *     status is 0..255 and a kept report re-formats (proto_format_status)
  *     into a line that parses back to the same status and report;
  *   - an id that parses is > 0 and survives proto_format_ids and back. */
-#include "proto.h"
+#include "lib/proto.h"
 
 #include <stdbool.h>
 #include <stdint.h>

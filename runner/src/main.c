@@ -10,17 +10,17 @@
  *
  * Global options come before the subcommand; a flag after it is rejected
  * (exit 64). */
-#include "conf.h"
-#include "dispatch.h"
+#include "lib/conf.h"
+#include "dispatch/dispatch.h"
 #include "ingress/ingress.h"
-#include "log.h"
-#include "maintain.h"
-#include "pgpass.h"
-#include "schema.h"
-#include "status.h"
-#include "settings_cmd.h"
+#include "lib/log.h"
+#include "dispatch/maintain.h"
+#include "lib/pgpass.h"
+#include "lib/schema.h"
+#include "cli/status.h"
+#include "cli/settings_cmd.h"
 #include "stages/stages.h"
-#include "util.h"
+#include "lib/util.h"
 
 #include <getopt.h>
 #include <libgen.h>

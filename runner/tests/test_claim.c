@@ -1,5 +1,5 @@
 /* test_claim.c — the fair claim's parameters as the dispatcher builds them
- * (runner/src/claim.c, issue 12): only the leads that changed since the
+ * (runner/src/dispatch/claim.c, issue 12): only the leads that changed since the
  * previous claim are sent, a sync (every lead) at the first leads, after
  * leads_lost and after a claim that went unanswered; nothing at all when
  * nothing changed (D-139). The claim's answer is a PGresult made by hand. */
@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "claim.h"
+#include "dispatch/claim.h"
 #include "unit.h"
 
 /* Parameter numbers of workqueue_claim_fair in claim.c's statement. */
@@ -47,7 +47,10 @@ static PGresult *answer(const struct row *rows, int n)
 static void claimed(struct claimer *c, const struct row *rows, int n, uint64_t now)
 {
     PGresult *res = answer(rows, n);
-    claimer_claimed(c, res, now);
+    int k;
+    struct claim_row *cr = claim_rows(res, &k);
+    claimer_claimed(c, cr, k, now);
+    free(cr);
     PQclear(res);
 }
 
@@ -57,6 +60,45 @@ static struct claim_query build(struct claimer *c, struct stage **stages, const 
     int k = claimer_build(c, stages, caps, n, (1LL << 40) + 1, false, now, &q);
     (void)k;
     return q;
+}
+
+/* issue 13: a claim's rows are read by column name, whatever the order:
+ * the plain claim's three columns reversed, no window columns at all. */
+static void test_rows_by_name(void)
+{
+    static const char *names[] = {"sender_key", "stage", "workqueue_id"};
+    PGresAttDesc att[3];
+    memset(att, 0, sizeof att);
+    for (int c = 0; c < 3; c++) {
+        att[c].name = (char *)names[c];
+        att[c].typid = 25;
+        att[c].typlen = -1;
+        att[c].atttypmod = -1;
+    }
+    PGresult *res = PQmakeEmptyPGresult(NULL, PGRES_TUPLES_OK);
+    if (!res || !PQsetResultAttrs(res, 3, att) || !PQsetvalue(res, 0, 0, "user:q", 6) ||
+        !PQsetvalue(res, 0, 1, "b", 1) || !PQsetvalue(res, 0, 2, "42", 2))
+        abort();
+    int n;
+    struct claim_row *rows = claim_rows(res, &n);
+    CHECK_INT(n, 1, "issue 13: claim_rows reads every row");
+    CHECK(rows[0].id == 42, "issue 13: workqueue_id is read by name, not as column 0");
+    CHECK_STR(rows[0].stage, "b", "issue 13: stage is read by name");
+    CHECK_STR(rows[0].sender, "user:q", "issue 13: sender_key is read by name");
+    CHECK(rows[0].window_next == NULL && !rows[0].window_lap && rows[0].fifo_credit == 0 &&
+              rows[0].lead_floor == 0 && !rows[0].leads_lost,
+          "issue 13: the plain claim's missing window columns read as NULL, false, 0");
+    free(rows);
+    PQclear(res);
+
+    struct row fair[] = {{"7", "a", "user:x", "user:w", "t", "55", "1.5", "f"}};
+    res = answer(fair, 1);
+    rows = claim_rows(res, &n);
+    CHECK(rows[0].id == 7 && strcmp(rows[0].window_next, "user:w") == 0 && rows[0].window_lap &&
+              rows[0].fifo_credit == 55 && rows[0].lead_floor == 1.5 && !rows[0].leads_lost,
+          "issue 13: the fair claim's window columns are read by name");
+    free(rows);
+    PQclear(res);
 }
 
 int main(void)
@@ -132,5 +174,6 @@ int main(void)
     claimed(c, NULL, 0, 0);
 
     claimer_free(c);
+    test_rows_by_name();
     return unit_done();
 }

@@ -5,7 +5,7 @@
  * regexes found, and a measurement of the worst accepted conditions. */
 #include "stages/cond.h"
 #include "unit.h"
-#include "util.h"
+#include "lib/util.h"
 
 #include <stdlib.h>
 #include <string.h>

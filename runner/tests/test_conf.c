@@ -1,5 +1,5 @@
 /* test_conf.c — pepsi.conf: defaults, values, errors (file, line, key). */
-#include "conf.h"
+#include "lib/conf.h"
 #include "unit.h"
 
 #include <limits.h>

@@ -2,8 +2,8 @@
  * queries that may be given up (db_query_until, D-102 / issue 12). */
 #include "unit.h"
 
-#include "db.h"
-#include "util.h"
+#include "lib/db.h"
+#include "lib/util.h"
 
 #include <stdlib.h>
 

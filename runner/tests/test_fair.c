@@ -1,4 +1,4 @@
-/* test_fair.c — the lead arithmetic of fair scheduling (runner/src/fair.c):
+/* test_fair.c — the lead arithmetic of fair scheduling (runner/src/dispatch/fair.c):
  * charge, correct, refund, timeout, half-life decay on a moved clock,
  * the forget threshold, new and idle senders level with the least served,
  * the lap rule of fair_level, the changes sent to the claim's copy of the
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fair.h"
+#include "dispatch/fair.h"
 #include "unit.h"
 
 #define H 60000 /* half-life, ms */

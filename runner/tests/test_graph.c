@@ -1,10 +1,10 @@
 /* test_graph.c — the stage graph's cycles that no message can leave
  * (issue 12): edges NEXT, BOUNCE_STAGE and an if's THEN/ELSE; a cycle
  * with a way out (a stage that can finish, an edge out of it) is no trap. */
-#include "conf.h"
-#include "graph.h"
+#include "lib/conf.h"
+#include "dispatch/graph.h"
 #include "unit.h"
-#include "util.h"
+#include "lib/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

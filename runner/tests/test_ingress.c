@@ -2,7 +2,7 @@
  * file:line errors, id sources, the external id of a verified request
  * (header, JSON after verification, SHA-256), the event object sent to
  * webhook_events_ingest, and the Prometheus rendering. */
-#include "conf.h"
+#include "lib/conf.h"
 #include "ingress/event.h"
 #include "ingress/iconf.h"
 #include "ingress/metrics.h"

@@ -1,6 +1,6 @@
 /* test_overlay.c — the database overlay of [stage-*] sections (D-117),
  * laid over a configuration file by conf_load_overlay(). */
-#include "conf.h"
+#include "lib/conf.h"
 #include "unit.h"
 
 #include <stdio.h>

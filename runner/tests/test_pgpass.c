@@ -2,7 +2,7 @@
  * taken out of a connection string (key=value and URI forms), passfile
  * lines escaped as libpq reads them (checked against libpq itself), and
  * the passfile the runner writes for its workers. */
-#include "pgpass.h"
+#include "lib/pgpass.h"
 #include "unit.h"
 
 #include <dirent.h>

@@ -1,5 +1,5 @@
 /* test_proto.c — the worker line protocol (D-21..D-28). */
-#include "proto.h"
+#include "lib/proto.h"
 #include "unit.h"
 
 #include <stdlib.h>

@@ -1,10 +1,10 @@
 /* test_reconcile.c — the schedule's keys (RECONCILE_INTERVAL,
  * ANOMALY_INTERVAL), the stage limits a pass is given, the back-fill URL
  * template, and the status table. No database. */
-#include "conf.h"
-#include "reconcile.h"
+#include "lib/conf.h"
+#include "dispatch/reconcile.h"
 #include "stages/http_get.h"
-#include "status.h"
+#include "cli/status.h"
 #include "unit.h"
 
 #include <stdio.h>

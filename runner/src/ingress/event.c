@@ -1,7 +1,7 @@
 /* ingress/event.c — see event.h. */
 #include "ingress/event.h"
 
-#include "util.h"
+#include "lib/util.h"
 
 #include <jansson.h>
 #include <openssl/evp.h>
@@ -103,24 +103,13 @@ enum event_result event_external_id(const struct provider *p, const struct event
     return EV_NO_ID;
 }
 
-int event_keeps_header(const char *name)
-{
-    static const char *const dropped[] = {"host",    "content-length", "connection", "transfer-encoding",
-                                          "keep-alive", "te",          "trailer",    "upgrade",
-                                          "expect",  "accept-encoding"};
-    for (size_t i = 0; i < sizeof dropped / sizeof dropped[0]; i++)
-        if (strcasecmp(name, dropped[i]) == 0)
-            return 0;
-    return strncasecmp(name, "proxy-", 6) != 0;
-}
-
 /* Adds one header to the object, lower-cased; a repeat is appended. */
 static void add_header(void *arg, const char *name, const char *value)
 {
     json_t *obj = arg;
     char lower[256];
     size_t n = strlen(name);
-    if (n == 0 || n >= sizeof lower || !event_keeps_header(name))
+    if (n == 0 || n >= sizeof lower || !webhook_keeps_header(name))
         return;
     for (size_t i = 0; i <= n; i++)
         lower[i] = (char)(name[i] >= 'A' && name[i] <= 'Z' ? name[i] - 'A' + 'a' : name[i]);

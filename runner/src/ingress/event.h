@@ -1,11 +1,15 @@
 /* ingress/event.h — a verified request becomes an event: its external id
  * (from a header, from the body's JSON once the signature has been
- * verified, or the body's SHA-256), the headers worth keeping, and the
- * JSON object that pepsi.webhook_events_ingest() reads for it. */
+ * verified, or the body's SHA-256), the headers worth keeping
+ * (webhook_keeps_header, lib/webhook.h), and the JSON object that
+ * pepsi.webhook_events_ingest() reads for it.
+ * Owns: nothing kept (pure functions). Uses: ingress/provider.h,
+ * lib/ (webhook, util), jansson, OpenSSL (SHA-256). */
 #ifndef PEPSI_INGRESS_EVENT_H
 #define PEPSI_INGRESS_EVENT_H
 
 #include "ingress/provider.h"
+#include "lib/webhook.h"
 
 #include <stddef.h>
 
@@ -34,11 +38,6 @@ enum event_result {
  * A JSON id may be a string or an integer. */
 enum event_result event_external_id(const struct provider *p, const struct event_source *src,
                                     const unsigned char *body, size_t body_len, char **id);
-
-/* Whether a header is worth storing with the event: everything but
- * transport headers (Host, Content-Length, Connection, Transfer-Encoding,
- * Keep-Alive, TE, Trailer, Upgrade, Expect, Proxy-*, Accept-Encoding). */
-int event_keeps_header(const char *name);
 
 /* The event's object for webhook_events_ingest: provider, external_id,
  * headers (lower-case names; a repeated header's values joined by ", ";

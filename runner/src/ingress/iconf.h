@@ -1,10 +1,11 @@
 /* ingress/iconf.h — the [pepsi-ingress] section: every key with its
  * default in one table (iconf.c), validated with "FILE:LINE: key ..."
- * errors like the rest of pepsi.conf. */
+ * errors like the rest of pepsi.conf.
+ * Owns: struct ingress_conf. Uses: lib/conf.h. */
 #ifndef PEPSI_INGRESS_ICONF_H
 #define PEPSI_INGRESS_ICONF_H
 
-#include "conf.h"
+#include "lib/conf.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -13,16 +13,16 @@
  * what is verified from then on, write what is queued, answer it, exit 0. */
 #include "ingress/ingress.h"
 
-#include "conn.h"
+#include "lib/conn.h"
 #include "ingress/iconf.h"
 #include "ingress/metrics.h"
 #include "ingress/provider.h"
 #include "ingress/server.h"
 #include "ingress/writer.h"
-#include "log.h"
-#include "pgerr.h"
-#include "schema.h"
-#include "util.h"
+#include "lib/log.h"
+#include "lib/pgerr.h"
+#include "lib/schema.h"
+#include "lib/util.h"
 
 #include <errno.h>
 #include <jansson.h>

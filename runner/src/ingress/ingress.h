@@ -1,11 +1,13 @@
 /* ingress/ingress.h — `pepsi-runner ingress`: the webhook HTTP endpoint.
  * Verifies each request's signature over the raw bytes before anything
  * touches the database, then stores verified events exactly once
- * (spec/ingest.md, W-xx). */
-#ifndef PEPSI_INGRESS_H
-#define PEPSI_INGRESS_H
+ * (spec/ingest.md, W-xx).
+ * Owns: the ingress process's start-up and shutdown. Uses: the rest of
+ * ingress/ and lib/; nothing from dispatch/, sdk/, stages/ or cli/. */
+#ifndef PEPSI_INGRESS_INGRESS_H
+#define PEPSI_INGRESS_INGRESS_H
 
-#include "conf.h"
+#include "lib/conf.h"
 
 /* Runs the ingress until SIGINT/SIGTERM, configured by conf's
  * [pepsi-ingress] and [pepsi-postgres] sections. Returns the exit status:

@@ -1,7 +1,7 @@
 /* ingress/metrics.c — see metrics.h. */
 #include "ingress/metrics.h"
 
-#include "util.h"
+#include "lib/util.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,6 +1,7 @@
 /* ingress/metrics.h — the ingress's counters, shared by its threads
  * (atomics, no locks), and their Prometheus text rendering for
- * GET /metrics. Every rejection is counted by reason. */
+ * GET /metrics. Every rejection is counted by reason.
+ * Owns: the counters. Uses: lib/util.h. */
 #ifndef PEPSI_INGRESS_METRICS_H
 #define PEPSI_INGRESS_METRICS_H
 

@@ -1,8 +1,8 @@
 /* ingress/provider.c — see provider.h. */
 #include "ingress/provider.h"
 
-#include "log.h"
-#include "util.h"
+#include "lib/log.h"
+#include "lib/util.h"
 
 #include <jansson.h>
 

@@ -2,7 +2,9 @@
  * so that verifying (and rejecting) a request needs no query. Loaded at
  * start from pepsi.webhook_provider_list() and reloaded when the provider
  * functions NOTIFY webhook_provider_changed; a reload swaps the whole set
- * under a write lock, and requests read it under a read lock. */
+ * under a write lock, and requests read it under a read lock.
+ * Owns: the provider set and its lock. Uses: ingress/signature.h,
+ * lib/ (log, util), libpq, jansson. */
 #ifndef PEPSI_INGRESS_PROVIDER_H
 #define PEPSI_INGRESS_PROVIDER_H
 

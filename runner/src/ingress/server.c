@@ -31,8 +31,8 @@
 #include "ingress/server.h"
 
 #include "ingress/event.h"
-#include "log.h"
-#include "util.h"
+#include "lib/log.h"
+#include "lib/util.h"
 
 #include <arpa/inet.h>
 #include <microhttpd.h>

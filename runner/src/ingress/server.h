@@ -5,7 +5,9 @@
  *   GET  /metrics            Prometheus text (metrics.h)
  * A request is verified on its exact raw bytes before anything parses it;
  * a rejected request never causes a query. A verified one is suspended
- * until its writer has committed it, then answered. */
+ * until its writer has committed it, then answered.
+ * Owns: the libmicrohttpd daemon and suspended requests. Uses: the rest
+ * of ingress/, lib/ (log, util). */
 #ifndef PEPSI_INGRESS_SERVER_H
 #define PEPSI_INGRESS_SERVER_H
 

@@ -25,9 +25,13 @@
  * standard base64) and compared as text, so a re-encoded signature (upper
  * case, base64url, other padding bits) is refused like a forged one.
  * Timestamps: decimal Unix seconds; refused when |now - ts| > tolerance
- * (both ways: a timestamp from the future is as suspect as a stale one). */
+ * (both ways: a timestamp from the future is as suspect as a stale one).
+ * Owns: the provider schemes (enum sig_scheme) and verification. Uses:
+ * lib/webhook.h (keys, HMAC, encodings), OpenSSL. */
 #ifndef PEPSI_INGRESS_SIGNATURE_H
 #define PEPSI_INGRESS_SIGNATURE_H
+
+#include "lib/webhook.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -54,12 +58,6 @@ enum sig_result {
     SIG_STALE_TIMESTAMP,  /* 400 stale_timestamp: authentic but outside the tolerance */
     SIG_NO_ID,            /* 400 missing_id: the signed content needs the id (standard-webhooks) */
     SIG_CONFLICT,         /* 400 conflicting_headers: webhook-X and svix-X disagree */
-};
-
-/* HMAC key bytes made from one configured secret. */
-struct sig_key {
-    unsigned char *bytes;
-    size_t len;
 };
 
 /* One provider's verification settings. */
@@ -97,35 +95,15 @@ const char *sig_result_reason(enum sig_result r);
 /* The HTTP status a result is answered with (200 for SIG_OK). */
 int sig_result_status(enum sig_result r);
 
-/* Makes the HMAC key of a configured secret: for standard-webhooks the
- * base64 after an optional "whsec_" prefix, for the others the secret's
- * own bytes. Returns 0, or -1 with a message in err (an empty secret, bad
- * base64); *out then holds nothing. */
+/* The HMAC key of a configured secret for scheme: webhook_key_from_secret
+ * (lib/webhook.h), the Standard Webhooks way for standard-webhooks. */
 int sig_key_from_secret(enum sig_scheme scheme, const char *secret, struct sig_key *out, char *err,
                         size_t errlen);
-
-/* Frees a key's bytes (wiped first); safe on a zeroed key. */
-void sig_key_free(struct sig_key *k);
 
 /* Verifies one request: its headers (through get) and its raw body, at
  * wall-clock time now_s. Never reads the body beyond body_len and never
  * parses it. */
 enum sig_result sig_verify(const struct sig_config *c, sig_header_cb get, void *ctx,
                            const unsigned char *body, size_t body_len, int64_t now_s);
-
-/* Signs a message the Standard Webhooks way: writes "v1,<base64>" of
- * HMAC-SHA256(key, "id.timestamp.body") into out (at least 48 bytes).
- * Returns 0, or -1 when the HMAC cannot be computed. */
-int sig_standard_sign(const struct sig_key *key, const char *id, int64_t timestamp,
-                      const unsigned char *body, size_t body_len, char *out, size_t outcap);
-
-/* HMAC-SHA256 of the concatenation of n parts into mac (32 bytes). 0 or -1. */
-int sig_hmac_sha256(const struct sig_key *key, const void *const *parts, const size_t *lens, size_t n,
-                    unsigned char mac[32]);
-
-/* Lower-case hex (2n+1 bytes) and padded standard base64 (4*ceil(n/3)+1
- * bytes) of n bytes, NUL-terminated. */
-void sig_hex(const unsigned char *in, size_t n, char *out);
-void sig_base64(const unsigned char *in, size_t n, char *out);
 
 #endif

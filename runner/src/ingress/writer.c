@@ -1,10 +1,10 @@
 /* ingress/writer.c — see writer.h. */
 #include "ingress/writer.h"
 
-#include "conn.h"
-#include "log.h"
-#include "pgerr.h"
-#include "util.h"
+#include "lib/conn.h"
+#include "lib/log.h"
+#include "lib/pgerr.h"
+#include "lib/util.h"
 
 #include <libpq-fe.h>
 #include <stdio.h>

@@ -7,7 +7,10 @@
  * go into pepsi.ingress_stats in the same statement, so they commit with
  * the events or not at all (issue 12). While one burst commits, the next one
  * gathers, so bursts grow with the load by themselves; several writers
- * overlap their commits (PostgreSQL folds concurrent WAL flushes too). */
+ * overlap their commits (PostgreSQL folds concurrent WAL flushes too).
+ * Owns: the queue of verified events and the writer threads with their
+ * connections. Uses: ingress/metrics.h, lib/ (conn, pgerr, log, util),
+ * libpq. */
 #ifndef PEPSI_INGRESS_WRITER_H
 #define PEPSI_INGRESS_WRITER_H
 

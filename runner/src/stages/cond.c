@@ -5,7 +5,7 @@
 #include "stages/cond.h"
 
 #include "stages/cond_re.h"
-#include "util.h"
+#include "lib/util.h"
 
 #include <ctype.h>
 #include <stdarg.h>

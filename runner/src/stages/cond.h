@@ -69,11 +69,13 @@
  * "Condition language"). A limit hit is an error, never "false":
  * cond_eval returns -1 with "condition at position N: WHAT", N the
  * position of the test, and pepsi-stage-if fails that message
- * permanently with it. */
+ * permanently with it.
+ * Owns: compiled conditions. Uses: stages/cond_re.h, sdk/sdk.h (the
+ * message), lib/util.h. */
 #ifndef PEPSI_STAGES_COND_H
 #define PEPSI_STAGES_COND_H
 
-#include "worker/sdk.h"
+#include "sdk/sdk.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -3,7 +3,7 @@
 #include "stages/cond_re.h"
 
 #include "stages/cond.h"
-#include "util.h"
+#include "lib/util.h"
 
 #include <pcre2.h>
 #include <stdbool.h>

@@ -1,6 +1,7 @@
 /* stages/cond_re.h — the regular expressions of the condition language
  * (stages/cond.h has the dialect and the limits): PCRE2, compiled and
- * matched under fixed limits, with a step budget shared by one evaluation. */
+ * matched under fixed limits, with a step budget shared by one evaluation.
+ * Owns: compiled patterns and their match data. Uses: lib/util.h, PCRE2. */
 #ifndef PEPSI_STAGES_COND_RE_H
 #define PEPSI_STAGES_COND_RE_H
 

@@ -2,7 +2,7 @@
  * without passing it on), logging what was dropped at debug level. */
 #include "stages/stages.h"
 
-#include "log.h"
+#include "lib/log.h"
 
 static void discard_run(struct pepsi_worker *w, const struct pepsi_message *m, struct pepsi_outcome *out)
 {

@@ -27,7 +27,7 @@
  * that its own worker loads the body (D-131). */
 #include "stages/stages.h"
 
-#include "util.h"
+#include "lib/util.h"
 
 #include <ctype.h>
 #include <stdio.h>

@@ -23,9 +23,9 @@
  *              the reason (D-110) */
 #include "stages/stages.h"
 
-#include "log.h"
+#include "lib/log.h"
 #include "stages/exec_env.h"
-#include "util.h"
+#include "lib/util.h"
 
 #include <errno.h>
 #include <fcntl.h>

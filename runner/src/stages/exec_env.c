@@ -1,7 +1,7 @@
 /* stages/exec_env.c — see exec_env.h. */
 #include "stages/exec_env.h"
 
-#include "util.h"
+#include "lib/util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -222,20 +222,6 @@ static json_t *metadata(const struct pepsi_message *m, const char *stage)
                      m->header_from, "state", state, "arrived_at", m->arrived_at);
 }
 
-static int write_all(int fd, const char *buf, size_t len)
-{
-    while (len > 0) {
-        ssize_t n = write(fd, buf, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        buf += n;
-        len -= (size_t)n;
-    }
-    return 0;
-}
-
 int exec_message_fd(const struct pepsi_message *m, const char *stage, char *why, size_t cap)
 {
     json_t *o = metadata(m, stage);
@@ -246,7 +232,7 @@ int exec_message_fd(const struct pepsi_message *m, const char *stage, char *why,
         return -2;
     }
     int fd = memfd_create("pepsi-message", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-    if (fd < 0 || write_all(fd, text, strlen(text)) != 0 || lseek(fd, 0, SEEK_SET) != 0) {
+    if (fd < 0 || util_write_all(fd, text, strlen(text)) != 0 || lseek(fd, 0, SEEK_SET) != 0) {
         int e = errno;
         snprintf(why, cap, "cannot write the message's metadata to a memfd: %s", strerror(e));
         if (fd >= 0)

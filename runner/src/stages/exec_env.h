@@ -15,7 +15,7 @@
 #ifndef PEPSI_STAGES_EXEC_ENV_H
 #define PEPSI_STAGES_EXEC_ENV_H
 
-#include "worker/sdk.h"
+#include "sdk/sdk.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -27,11 +27,10 @@
  * (trigger workqueue_webhook_finished), whatever stage finishes it. */
 #include "stages/stages.h"
 
-#include "ingress/event.h"
-#include "ingress/signature.h"
 #include "stages/http_get.h"
-#include "log.h"
-#include "util.h"
+#include "lib/log.h"
+#include "lib/util.h"
+#include "lib/webhook.h"
 
 #include <curl/curl.h>
 #include <stdio.h>
@@ -104,7 +103,7 @@ static int http_options(struct pepsi_worker *w, struct http_stage *h, char *err,
             snprintf(err, errlen, "key \"SIGNING_SECRET\": only a POST is signed, not METHOD = GET");
             return -1;
         }
-        if (sig_key_from_secret(SIG_STANDARD_WEBHOOKS, secret, &h->key, kerr, sizeof kerr) != 0) {
+        if (webhook_key_from_secret(true, secret, &h->key, kerr, sizeof kerr) != 0) {
             snprintf(err, errlen, "key \"SIGNING_SECRET\": %s", kerr);
             return -1;
         }
@@ -155,7 +154,7 @@ static bool forwarded(const struct http_stage *h, const char *name, size_t len)
         return false;
     memcpy(buf, name, len);
     buf[len] = '\0';
-    if (!event_keeps_header(buf))
+    if (!webhook_keeps_header(buf))
         return false;
     return !(h->sign && strncasecmp(buf, "webhook-", 8) == 0);
 }

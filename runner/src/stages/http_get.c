@@ -9,10 +9,10 @@
  * (sdk_internal.h), so a worker still holds one connection. */
 #include "stages/http_get.h"
 
-#include "log.h"
-#include "pgerr.h"
-#include "util.h"
-#include "worker/sdk_internal.h"
+#include "lib/log.h"
+#include "lib/pgerr.h"
+#include "lib/util.h"
+#include "sdk/sdk_internal.h"
 
 #include <jansson.h>
 #include <stdio.h>

@@ -1,11 +1,14 @@
 /* stages/http_get.h — the GET mode of pepsi-stage-http (METHOD = GET): a
  * back-fill request (W-33..W-35) asks the provider's API for one event,
  * and the answer is handed to pepsi.webhook_backfill_store(), which stores
- * a found event through the deliveries' upsert or tombstones the id. */
+ * a found event through the deliveries' upsert or tombstones the id.
+ * Owns: nothing kept between messages. Uses: sdk/ (sdk.h, and
+ * sdk_internal.h for the worker's connection), lib/ (pgerr, log, util),
+ * libcurl, jansson. */
 #ifndef PEPSI_STAGES_HTTP_GET_H
 #define PEPSI_STAGES_HTTP_GET_H
 
-#include "worker/sdk.h"
+#include "sdk/sdk.h"
 
 #include <curl/curl.h>
 #include <stdint.h>

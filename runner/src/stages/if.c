@@ -16,7 +16,7 @@
 #include "stages/stages.h"
 
 #include "stages/cond.h"
-#include "util.h"
+#include "lib/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,8 +1,8 @@
 /* stages/stages.c — the table of built-in stages. */
 #include "stages/stages.h"
 
-#include "log.h"
-#include "util.h"
+#include "lib/log.h"
+#include "lib/util.h"
 
 #include <stdio.h>
 #include <string.h>

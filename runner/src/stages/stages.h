@@ -1,10 +1,12 @@
 /* stages/stages.h — the stages built into the pepsi-runner binary, run as
  * `pepsi-stage-NAME worker` (a link to pepsi-runner) or
- * `pepsi-runner stage NAME worker`. */
-#ifndef PEPSI_STAGES_H
-#define PEPSI_STAGES_H
+ * `pepsi-runner stage NAME worker`.
+ * Owns: the table of built-in stages. Uses: sdk/sdk.h, lib/ (log,
+ * util); every stage is a program of the SDK, nothing from ingress/. */
+#ifndef PEPSI_STAGES_STAGES_H
+#define PEPSI_STAGES_STAGES_H
 
-#include "worker/sdk.h"
+#include "sdk/sdk.h"
 
 extern const struct pepsi_stage_def stage_pass;     /* advance to NEXT, or finish */
 extern const struct pepsi_stage_def stage_discard;  /* finish (drop) the message */

@@ -19,12 +19,12 @@ plan 13
 portfile=$E2E_DIR/proxy.port
 python3 "$E2E_ROOT/runner/tests/e2e/pgproxy.py" "$portfile" "$PGHOST/.s.PGSQL.$PGPORT" &
 proxy_pid=$!
-wait_cmd 10 test -s "$portfile" || exit 1
+wait_cmd 60 test -s "$portfile" || exit 1
 port=$(cat "$portfile")
 # proxy cut|heal N: signals the proxy and waits until it has done it.
 proxy() {
     kill -"$([ "$1" = cut ] && echo USR1 || echo USR2)" "$proxy_pid"
-    wait_cmd 10 grep -sqx "$1 $2" "$portfile.state"
+    wait_cmd 30 grep -sqx "$1 $2" "$portfile.state"
 }
 
 conf=$E2E_DIR/pepsi.conf

@@ -53,13 +53,14 @@ is "$?" 0 "D-09: clean shutdown after all that"
 
 # ---- D-102: the pause of a 74 is given up after about 30 s ----
 ok "runner starts again" start_runner "$conf"
-z=$(sql "select pepsi.workqueue_inject('z', p_state => '{\"do\": \"sleep74-once\", \"sleep\": 3}')")
+z=$(sql "select pepsi.workqueue_inject('z', p_state => '{\"do\": \"sleep74-once\", \"sleep\": 12}')")
 ok "a worker of stage z holds the message" wait_for "select count(*) from e2e_visit where id = $z" 1 15
-# The worker answers 74 three seconds after its visit; PostgreSQL is down by then.
+# The worker answers 74 twelve seconds after its visit; PostgreSQL is down by
+# then, also on a loaded machine (3 s was not: the pause got written).
 ok "PostgreSQL stops" "$E2E_ROOT/scripts/pg" stop "$PGHOST"
 down=$(date +%s%N)
 ok "D-100: the worker's 74 is deferred" \
-    wait_cmd 15 runner_log_has "stage z lost its database connection on message $z; deferring it 30 s"
+    wait_cmd 40 runner_log_has "stage z lost its database connection on message $z; deferring it 30 s"
 ok "D-102: after about 30 s the runner gives the pause up and says so" \
     wait_cmd 50 runner_log_has "could not write the pause of message $z within 30 s \(no database\); leaving it running: the next start of the runner resets it to pending"
 note "given up $(($(elapsed_ms "$down") / 1000)) s after PostgreSQL stopped"

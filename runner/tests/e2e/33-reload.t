@@ -12,8 +12,10 @@ write_conf "$conf" <<EOF
 [stage-a]
 PROGRAM = pepsi-stage-pass
 NEXT = b
+WORKER_IDLE_TIMEOUT = 1h
 [stage-b]
 PROGRAM = $E2E_STAGES/misbehave
+WORKER_IDLE_TIMEOUT = 1h
 EOF
 
 # How many reloads the runner has logged; a change waits for one more.
@@ -61,7 +63,11 @@ id=$(sql "select pepsi.workqueue_inject('a')")
 ok "D-117: routed with the new graph: finished at b" \
     wait_for "select string_agg(stage, ',') from e2e_done where id = $id" b 20
 
-# An overlay that cannot be read is not a new configuration (D-119).
+# An overlay that cannot be read is not a new configuration (D-119): the
+# running workers keep serving the current graph (a worker started while
+# the overlay cannot be read refuses to start, so the workers of a and b
+# must outlive the test's pauses: WORKER_IDLE_TIMEOUT 1h above; on a loaded
+# machine the default idle timeout stopped them first).
 sql "alter function pepsi.config_overlay() rename to config_overlay_away"
 sql "select pepsi.control_signal_send('config_changed')" >/dev/null
 ok "D-119: a failed read keeps the graph and retries" wait_cmd 10 runner_log_has 'cannot read the configuration overlay'

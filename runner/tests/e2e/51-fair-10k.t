@@ -30,15 +30,7 @@ QUEUE_LIMIT = 4
 EOF
 
 # Which claim took each row, in the order of the claims (claim ids grow).
-sql "create table e2e_claims (claim_id bigint, workqueue_id bigint, sender_key text);
-     create function e2e_claims_rec() returns trigger language plpgsql as \$\$
-     begin
-         if old.status = 'pending' and new.status = 'running' then
-             insert into public.e2e_claims values (new.claim_id, new.workqueue_id, new.sender_key);
-         end if;
-         return null;
-     end \$\$;
-     create trigger e2e_claims after update on pepsi.workqueue for each row execute function e2e_claims_rec();" >/dev/null
+record_claims
 
 # 1. Charge 10,000 senders, one message each.
 sql "insert into pepsi.workqueue (stage, origin_user, state)

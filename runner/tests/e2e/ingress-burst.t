@@ -14,7 +14,7 @@
 # PostgreSQL folds identical NOTIFYs of one transaction by itself.)
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/ingress-lib.sh"
-plan 14
+plan 15
 
 conf=$E2E_DIR/ingress.conf
 ingress_conf "$conf" </dev/null
@@ -41,6 +41,9 @@ is "$(sql "select count(distinct external_id) from pepsi.webhook_events")" 1000 
 is "$(sql "select count(*) from pepsi.workqueue")" 1000 "W-13: exactly 1,000 messages, one per event"
 is "$(sql "select count(*) from (select state->>'webhook_event' from pepsi.workqueue group by 1 having count(*) > 1) d")" 0 \
    "no event has two messages"
+is "$(sql "select count(distinct webhook_event_id) from pepsi.workqueue w join pepsi.webhook_events e using (webhook_event_id)
+           where w.webhook_event_id = (w.state->>'webhook_event')::bigint")" 1000 \
+   "issue 13: each message is linked to its event by webhook_event_id, which state.webhook_event repeats"
 is "$(metric pepsi_ingress_accepted_total)/$(metric pepsi_ingress_duplicate_total)" 1000/2000 \
    "metrics: 1,000 accepted, 2,000 duplicates"
 

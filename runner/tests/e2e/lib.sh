@@ -10,7 +10,7 @@
 #     the stage programs under stages/ find it;
 #   - TAP helpers: plan, ok, is, like, diag, note, done_testing;
 #   - sql, wait_for, wait_cmd, write_conf, start_runner, stop_runner,
-#     kill_runner, run_runner, runner_log, worker_pids;
+#     kill_runner, run_runner, runner_log, worker_pids, record_claims;
 #   - a trap that stops the runner, kills every process it started (found
 #     by a tag in their environment, never by name) and drops the database,
 #     also when a test fails or dies.
@@ -270,6 +270,21 @@ kill_runner() {
     kill -KILL "$RUNNER_PID" 2>/dev/null
     wait "$RUNNER_PID" 2>/dev/null
     RUNNER_PID=
+}
+
+# record_claims: from now on, every row a claim takes (pending to running)
+# is recorded in the table e2e_claims (claim_id, workqueue_id, sender_key):
+# the order of the claims is the order of claim_id, then workqueue_id.
+record_claims() {
+    sql "create table e2e_claims (claim_id bigint, workqueue_id bigint, sender_key text);
+         create function e2e_claims_rec() returns trigger language plpgsql as \$\$
+         begin
+             if old.status = 'pending' and new.status = 'running' then
+                 insert into public.e2e_claims values (new.claim_id, new.workqueue_id, new.sender_key);
+             end if;
+             return null;
+         end \$\$;
+         create trigger e2e_claims after update on pepsi.workqueue for each row execute function e2e_claims_rec();" >/dev/null
 }
 
 # worker_pids: the live processes the runner(s) of this test started

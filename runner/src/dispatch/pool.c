@@ -1,0 +1,873 @@
+/* dispatch/pool.c — see pool.h. */
+#include "dispatch/pool.h"
+
+#include "lib/log.h"
+#include "lib/util.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+extern char **environ;
+
+#define CLOSE_GRACE_MS 10000   /* a worker asked to stop gets this long before SIGKILL */
+#define EXIT_DRAIN_MS 2000     /* after exit, how long to wait for its stdout to end */
+#define HANDLES_PER_WORKER 5   /* process, stdin, stdout, stderr, runtime timer */
+
+struct worker {
+    struct worker *next;
+    struct stage *stage;
+    enum worker_state state;
+    uv_process_t proc;
+    uv_pipe_t in, out, err;
+    uv_timer_t runtime;            /* MAX_RUNTIME of the head message (D-82, D-83) */
+    int open_handles;              /* freed when the last one is closed */
+    int pid;
+    int64_t *ids;                  /* ring of unanswered ids, QUEUE_LIMIT long */
+    size_t head;
+    size_t count;
+    uint64_t head_since_us;        /* when the head message started (ready and at head) */
+    uint64_t idle_since_ms;
+    int handed;                    /* ids handed over the child's life (D-68) */
+    bool ready;                    /* said "ready" */
+    bool retiring;                 /* no new ids: recycle once drained */
+    bool hung;                     /* killed for MAX_RUNTIME */
+    bool protocol_error;           /* torn down for an unreadable line (D-27) */
+    bool after_74;                 /* its last answer was 74: it lost its database connection */
+    bool in_closed;
+    bool exited;
+    int64_t exit_status;
+    int term_signal;
+    bool out_eof;
+    bool finalized;
+    uint64_t exited_at_ms;
+    uint64_t close_deadline_ms;
+    struct line_buf out_lb;
+    struct line_buf err_lb;
+    char last_err[256];            /* the child's last stderr line, to name a cause */
+    char violation[320];           /* how it broke the protocol, for the log and the strike */
+};
+
+struct write_req {
+    uv_write_t req;
+    char buf[];
+};
+
+static void worker_finalize(struct worker *w);
+static void worker_close(struct worker *w, uint64_t now);
+
+/* ---- stage bookkeeping ---- */
+
+void stage_init(struct stage *s, const struct stage_conf *conf, struct pool_env *env)
+{
+    memset(s, 0, sizeof *s);
+    s->name = xstrdup(conf->name);
+    s->conf = conf;
+    s->env = env;
+    s->parallelism_cap = conf->parallelism;
+}
+
+static bool worker_usable(const struct worker *w)
+{
+    return (w->state == WORKER_STARTING || w->state == WORKER_READY) && !w->retiring;
+}
+
+int stage_active_workers(const struct stage *s)
+{
+    int n = 0;
+    for (const struct worker *w = s->workers; w; w = w->next)
+        n += w->state != WORKER_CLOSING;
+    return n;
+}
+
+static bool stage_may_spawn(const struct stage *s, uint64_t now)
+{
+    return !s->env->shutting_down && !s->retired && now >= s->cooldown_until_ms &&
+           s->n_workers < s->parallelism_cap;
+}
+
+/* How many more ids the worker can take: its free queue slots, but no more
+ * than its child may still handle before it is recycled (D-68). */
+static int worker_room(const struct worker *w)
+{
+    int room = w->stage->conf->queue_limit - (int)w->count;
+    int left = w->stage->conf->max_messages - w->handed;
+    return room < left ? room : left;
+}
+
+int stage_capacity(const struct stage *s, uint64_t now)
+{
+    int q = s->conf->queue_limit, free_slots = 0, usable = 0;
+
+    if (s->env->shutting_down || s->retired)
+        return 0;
+    if (q > s->conf->max_messages)
+        q = s->conf->max_messages; /* what a new worker may take (D-68) */
+    /* Fullest first, as stage_assign packs: beyond the cap, workers get no
+     * new work and drain (D-98). */
+    for (const struct worker *w = s->workers; w; w = w->next) {
+        if (!worker_usable(w))
+            continue;
+        if (usable++ >= s->parallelism_cap)
+            continue;
+        free_slots += worker_room(w);
+    }
+    if (stage_may_spawn(s, now))
+        free_slots += (s->parallelism_cap - s->n_workers) * q;
+    return free_slots;
+}
+
+bool stage_quiet(const struct stage *s)
+{
+    return s->workers == NULL;
+}
+
+void stage_free(struct stage *s)
+{
+    free(s->name);
+    s->name = NULL;
+}
+
+/* ---- handles and memory ---- */
+
+static void worker_handle_closed(uv_handle_t *h)
+{
+    struct worker *w = h->data;
+    if (--w->open_handles > 0)
+        return;
+    line_buf_free(&w->out_lb);
+    line_buf_free(&w->err_lb);
+    free(w->ids);
+    free(w);
+}
+
+static void close_handle(uv_handle_t *h)
+{
+    if (!uv_is_closing(h))
+        uv_close(h, worker_handle_closed);
+}
+
+static void worker_unlink(struct worker *w)
+{
+    struct stage *s = w->stage;
+    for (struct worker **p = &s->workers; *p; p = &(*p)->next) {
+        if (*p == w) {
+            *p = w->next;
+            s->n_workers--;
+            return;
+        }
+    }
+}
+
+/* ---- signals to the child ---- */
+
+/* Kills the worker's whole process group (it is a session leader, so a
+ * helper it started dies with it), falling back to the worker alone. */
+static void worker_kill_group(struct worker *w, int sig)
+{
+    if (w->exited || w->pid <= 0)
+        return;
+    if (kill(-w->pid, sig) != 0 && kill(w->pid, sig) != 0 && errno != ESRCH)
+        log_warning(w->stage->name, "cannot signal worker pid=%d: %s", w->pid, strerror(errno));
+}
+
+static void shutdown_done_cb(uv_shutdown_t *req, int status)
+{
+    (void)status;
+    struct worker *w = req->data;
+    free(req);
+    close_handle((uv_handle_t *)&w->in);
+}
+
+/* Ends the child's stdin: a worker exits at EOF once its queue is done. */
+static void worker_close_stdin(struct worker *w)
+{
+    if (w->in_closed)
+        return;
+    w->in_closed = true;
+    uv_shutdown_t *req = xmalloc(sizeof *req);
+    req->data = w;
+    if (uv_shutdown(req, (uv_stream_t *)&w->in, shutdown_done_cb) != 0) {
+        free(req);
+        close_handle((uv_handle_t *)&w->in);
+    }
+}
+
+/* ---- the queue of one worker ---- */
+
+static int64_t worker_head(const struct worker *w)
+{
+    return w->ids[w->head];
+}
+
+static int64_t worker_pop(struct worker *w)
+{
+    int64_t id = w->ids[w->head];
+    w->head = (w->head + 1) % (size_t)w->stage->conf->queue_limit;
+    w->count--;
+    w->stage->inflight--;
+    return id;
+}
+
+static void runtime_cb(uv_timer_t *t)
+{
+    struct worker *w = t->data;
+    if (w->count == 0 || w->exited)
+        return;
+    if (!w->ready) {
+        /* Dies before ready: its ids go back without blame (D-90). */
+        log_warning(w->stage->name, "worker pid=%d not ready after MAX_RUNTIME (%lld ms); killing it",
+                    w->pid, (long long)w->stage->conf->max_runtime_ms);
+        worker_kill_group(w, SIGKILL);
+        return;
+    }
+    log_warning(w->stage->name, "message %lld exceeded MAX_RUNTIME (%lld ms); killing worker pid=%d",
+                (long long)worker_head(w), (long long)w->stage->conf->max_runtime_ms, w->pid);
+    w->hung = true;
+    worker_kill_group(w, SIGKILL);
+}
+
+/* The head message starts its MAX_RUNTIME clock now (D-83). */
+static void worker_start_head(struct worker *w)
+{
+    w->head_since_us = now_us();
+    int rc = uv_timer_start(&w->runtime, runtime_cb, (uint64_t)w->stage->conf->max_runtime_ms, 0);
+    if (rc != 0)
+        log_error(w->stage->name, "cannot start the MAX_RUNTIME timer: %s", uv_strerror(rc));
+}
+
+static void write_done_cb(uv_write_t *req, int status)
+{
+    struct write_req *wr = (struct write_req *)req;
+    if (status < 0 && status != UV_EPIPE && status != UV_ECANCELED)
+        log_debug("pool", "write to a worker failed: %s", uv_strerror(status));
+    free(wr);
+}
+
+/* Appends ids to the worker's queue and writes them in one buffer (D-66). */
+static void worker_give(struct worker *w, const int64_t *ids, size_t n, uint64_t now)
+{
+    size_t q = (size_t)w->stage->conf->queue_limit;
+    size_t cap = n * 21 + 1;
+    struct write_req *wr = xmalloc(sizeof *wr + cap);
+    size_t len = proto_format_ids(wr->buf, cap, ids, n);
+
+    bool was_empty = w->count == 0;
+    for (size_t i = 0; i < n; i++)
+        w->ids[(w->head + w->count + i) % q] = ids[i];
+    w->count += n;
+    w->stage->inflight += (int)n;
+    w->handed += (int)n;
+    if (w->handed >= w->stage->conf->max_messages)
+        w->retiring = true;
+    if (was_empty && w->state == WORKER_READY)
+        worker_start_head(w);
+    w->idle_since_ms = now;
+
+    uv_buf_t buf = uv_buf_init(wr->buf, (unsigned)len);
+    int rc = uv_write(&wr->req, (uv_stream_t *)&w->in, &buf, 1, write_done_cb);
+    if (rc != 0) {
+        /* The child is gone or going; its exit hands the ids back. */
+        log_warning(w->stage->name, "cannot write to worker pid=%d: %s", w->pid, uv_strerror(rc));
+        free(wr);
+    }
+}
+
+/* ---- lines from the child ---- */
+
+/* A line that breaks the protocol (D-27): the worker is torn down. After
+ * ready, the stage is held back for the cool-down at once, as after a
+ * failed start (issue 12): a worker that prints a stray line on every
+ * start must not be respawned in a loop. Its head message is struck when
+ * it is finalized (worker_broke_protocol). */
+static void worker_protocol_error(struct worker *w, const char *why, const char *line, size_t len)
+{
+    struct stage *s = w->stage;
+    int n = (int)(len > 200 ? 200 : len);
+    log_error(s->name, "worker pid=%d is out of step (%s): \"%.*s\"; tearing it down", w->pid, why, n, line);
+    snprintf(w->violation, sizeof w->violation, "%s: \"%.*s\"", why, n, line);
+    w->protocol_error = true;
+    w->state = WORKER_CLOSING;
+    if (w->ready)
+        s->cooldown_until_ms = now_ms() + (uint64_t)s->env->cooldown_ms;
+    worker_kill_group(w, SIGKILL);
+}
+
+static int worker_status_line(struct worker *w, const char *line, size_t len)
+{
+    struct proto_status st;
+    enum proto_line_kind kind = proto_parse_line(line, len, &st);
+
+    if (kind != PROTO_STATUS) {
+        worker_protocol_error(w, kind == PROTO_READY ? "a second ready" : "an unreadable status",
+                              line, len);
+        return -1;
+    }
+    if (w->count == 0) {
+        proto_status_free(&st);
+        worker_protocol_error(w, "a status with no message outstanding", line, len);
+        return -1;
+    }
+    uint64_t usec = now_us() - w->head_since_us;
+    int64_t id = worker_pop(w);
+    w->after_74 = st.status == EXIT_IOERR;
+    w->stage->protocol_violations = 0;
+    uv_timer_stop(&w->runtime);
+    if (w->count > 0)
+        worker_start_head(w);
+    else
+        w->idle_since_ms = now_ms();
+    if (w->count == 0 && w->state == WORKER_CLOSING && w->close_deadline_ms == 0 && !w->protocol_error)
+        w->close_deadline_ms = now_ms() + CLOSE_GRACE_MS;
+    if (st.has_report && !st.report_ok)
+        log_warning(w->stage->name, "dropped an unreadable report for message %lld: %s",
+                    (long long)id, st.report_error);
+    struct pool_events *ev = &w->stage->env->ev;
+    ev->answered(ev->arg, w->stage, id, &st, usec);
+    proto_status_free(&st);
+    if (w->retiring && w->count == 0 && w->state == WORKER_READY)
+        worker_close(w, now_ms());
+    ev->wake(ev->arg);
+    return 0;
+}
+
+static int worker_out_line(void *arg, const char *line, size_t len)
+{
+    struct worker *w = arg;
+
+    if (w->protocol_error)
+        return -1;
+    /* A worker retired while starting (reload, telemetry_changed) is
+     * closing but still owes its "ready": that line is not a second one.
+     * It then runs what it holds and goes, as any retired worker. */
+    if (w->state == WORKER_STARTING || (w->state == WORKER_CLOSING && !w->ready)) {
+        struct proto_status st;
+        if (proto_parse_line(line, len, &st) != PROTO_READY) {
+            if (st.report)
+                proto_status_free(&st);
+            worker_protocol_error(w, "expected ready", line, len);
+            return -1;
+        }
+        if (w->state == WORKER_STARTING)
+            w->state = WORKER_READY;
+        w->ready = true;
+        w->stage->spawn_failures = 0;
+        log_debug(w->stage->name, "worker pid=%d is ready", w->pid);
+        if (w->count > 0)
+            worker_start_head(w);
+        return 0;
+    }
+    return worker_status_line(w, line, len);
+}
+
+/* A worker's stderr line in our own log format ("LEVEL:  stage: text")
+ * keeps its level and loses the duplicate tag; any other line is info. */
+static enum log_level child_line_level(const char *stage, const char **line, size_t *len)
+{
+    static const char *const prefixes[] = {"ERROR:  ", "WARNING:  ", "NOTICE:  ", "INFO:  ", "DEBUG:  "};
+    for (int i = 0; i <= PLOG_DEBUG; i++) {
+        size_t pl = strlen(prefixes[i]);
+        if (*len < pl || strncmp(*line, prefixes[i], pl) != 0)
+            continue;
+        *line += pl;
+        *len -= pl;
+        size_t sl = strlen(stage);
+        if (*len > sl + 1 && strncmp(*line, stage, sl) == 0 && (*line)[sl] == ':') {
+            *line += sl + 1;
+            *len -= sl + 1;
+            while (*len && **line == ' ') {
+                (*line)++;
+                (*len)--;
+            }
+        }
+        return (enum log_level)i;
+    }
+    return PLOG_INFO;
+}
+
+static int worker_err_line(void *arg, const char *line, size_t len)
+{
+    struct worker *w = arg;
+    enum log_level level = child_line_level(w->stage->name, &line, &len);
+    size_t n = len < sizeof w->last_err - 1 ? len : sizeof w->last_err - 1;
+    memcpy(w->last_err, line, n);
+    w->last_err[n] = '\0';
+    /* stderr goes to the runner's log, tagged with the stage (D-21). */
+    log_msg(level, w->stage->name, "[%d] %.*s", w->pid, (int)len, line);
+    return 0;
+}
+
+static char read_buf[65536];
+
+static void alloc_cb(uv_handle_t *h, size_t suggested, uv_buf_t *buf)
+{
+    (void)h;
+    (void)suggested;
+    *buf = uv_buf_init(read_buf, sizeof read_buf);
+}
+
+static void out_read_cb(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
+{
+    struct worker *w = st->data;
+    if (n > 0) {
+        if (line_buf_feed(&w->out_lb, buf->base, (size_t)n, worker_out_line, w) == -1 &&
+            !w->protocol_error)
+            worker_protocol_error(w, "a line too long", "", 0);
+        return;
+    }
+    if (n == 0)
+        return;
+    uv_read_stop(st);
+    w->out_eof = true;
+    if (w->exited)
+        worker_finalize(w);
+}
+
+static void err_read_cb(uv_stream_t *st, ssize_t n, const uv_buf_t *buf)
+{
+    struct worker *w = st->data;
+    if (n > 0) {
+        if (line_buf_feed(&w->err_lb, buf->base, (size_t)n, worker_err_line, w) == -1) {
+            log_info(w->stage->name, "[%d] (a stderr line too long was dropped)", w->pid);
+            line_buf_free(&w->err_lb);
+        }
+        return;
+    }
+    if (n < 0)
+        uv_read_stop(st);
+}
+
+/* ---- exit and clean-up ---- */
+
+static void exit_cb(uv_process_t *p, int64_t status, int sig)
+{
+    struct worker *w = p->data;
+    w->exited = true;
+    w->exit_status = status;
+    w->term_signal = sig;
+    w->exited_at_ms = now_ms();
+    w->stage->env->dstats->workers_exited++;
+    if (w->out_eof)
+        worker_finalize(w);
+}
+
+static void describe_exit(const struct worker *w, char *buf, size_t cap)
+{
+    if (w->term_signal)
+        snprintf(buf, cap, "killed by signal %d (%s)", w->term_signal, strsignal(w->term_signal));
+    else
+        snprintf(buf, cap, "exited with status %lld", (long long)w->exit_status);
+}
+
+/* Hands back every unanswered id without blame. */
+static void worker_requeue_all(struct worker *w)
+{
+    int64_t ids[1024];
+    size_t n = 0;
+    struct pool_events *ev = &w->stage->env->ev;
+    while (w->count > 0) {
+        ids[n++] = worker_pop(w);
+        if (n == sizeof ids / sizeof ids[0]) {
+            ev->requeue(ev->arg, w->stage, ids, n);
+            n = 0;
+        }
+    }
+    if (n)
+        ev->requeue(ev->arg, w->stage, ids, n);
+}
+
+/* A child that died before "ready": no blame, cool the stage down (D-90, D-91). */
+static void worker_died_starting(struct worker *w, const char *how)
+{
+    struct stage *s = w->stage;
+    s->cooldown_until_ms = now_ms() + (uint64_t)s->env->cooldown_ms;
+    s->spawn_failures++;
+    if (!w->term_signal && w->exit_status == 78)
+        log_error(s->name, "worker refused to run (exit 78: configuration or schema): %s; "
+                  "retrying after %lld ms", w->last_err[0] ? w->last_err : "no reason given",
+                  (long long)s->env->cooldown_ms);
+    else if (!s->env->shutting_down)
+        log_warning(s->name, "worker pid=%d %s before ready%s%s; retrying after %lld ms", w->pid, how,
+                    w->last_err[0] ? ": " : "", w->last_err, (long long)s->env->cooldown_ms);
+    worker_requeue_all(w);
+}
+
+/* A child that died after "ready" with work outstanding: strike the head,
+ * requeue the rest (D-81, D-82, D-89). */
+static void worker_died_working(struct worker *w, const char *how)
+{
+    struct stage *s = w->stage;
+    struct pool_events *ev = &s->env->ev;
+    char reason[512];
+    int64_t id = worker_pop(w);
+
+    if (w->hung)
+        snprintf(reason, sizeof reason, "stage %s: worker killed after MAX_RUNTIME of %lld ms",
+                 s->name, (long long)s->conf->max_runtime_ms);
+    else
+        snprintf(reason, sizeof reason, "stage %s: worker %s%s%s", s->name, how,
+                 w->last_err[0] ? ": " : "", w->last_err);
+    log_warning(s->name, "worker pid=%d %s holding message %lld; striking it", w->pid,
+                w->hung ? "hung" : how, (long long)id);
+    ev->strike(ev->arg, s, id, w->hung ? "hang" : "crash", reason);
+    worker_requeue_all(w);
+}
+
+/* A worker torn down for a line that breaks the protocol after ready: as
+ * a crash (D-81), its head message gets a strike and the rest go back
+ * untouched (D-89); the stage was cooled down when the line came
+ * (worker_protocol_error), like a failed start (D-90). Issue 12: before,
+ * nothing was struck and the worker was respawned in a hot loop. */
+static void worker_broke_protocol(struct worker *w)
+{
+    struct stage *s = w->stage;
+    struct pool_events *ev = &s->env->ev;
+    char reason[512];
+
+    s->protocol_violations++;
+    if (w->count == 0) {
+        log_warning(s->name, "worker pid=%d broke the worker protocol (%s) holding no message; no new worker "
+                    "for %lld ms (%llu violation(s) in a row)", w->pid, w->violation,
+                    (long long)s->env->cooldown_ms, (unsigned long long)s->protocol_violations);
+        return;
+    }
+    int64_t id = worker_pop(w);
+    snprintf(reason, sizeof reason, "stage %s: worker broke the protocol: %s", s->name, w->violation);
+    log_warning(s->name, "worker pid=%d broke the worker protocol (%s) holding message %lld; striking it, "
+                "requeueing %zu, no new worker for %lld ms (%llu violation(s) in a row)", w->pid, w->violation,
+                (long long)id, w->count, (long long)s->env->cooldown_ms,
+                (unsigned long long)s->protocol_violations);
+    ev->strike(ev->arg, s, id, "crash", reason);
+    worker_requeue_all(w);
+}
+
+/* A worker that died after answering 74: it had lost its database
+ * connection, so its death is no message's fault; what it still held
+ * never ran and goes back untouched (issue 12: the next id was struck). */
+static void worker_died_after_74(struct worker *w, const char *how)
+{
+    log_warning(w->stage->name, "worker pid=%d %s after reporting a lost database connection (status 74); "
+                "its %zu queued message(s) go back to pending without a strike", w->pid, how, w->count);
+    worker_requeue_all(w);
+}
+
+/* A child that died before "ready" because the database had no connection
+ * for it (exit 75, D-94): back-pressure, not a broken stage. Its ids go
+ * back, the busiest stage is throttled (D-96) and this one cools down. */
+static void worker_overloaded_starting(struct worker *w)
+{
+    struct stage *s = w->stage;
+    struct pool_events *ev = &s->env->ev;
+    s->cooldown_until_ms = now_ms() + (uint64_t)s->env->cooldown_ms;
+    log_warning(s->name, "worker pid=%d could not connect: database overload (exit 75 before ready)%s%s; "
+                "retrying after %lld ms", w->pid, w->last_err[0] ? ": " : "", w->last_err,
+                (long long)s->env->cooldown_ms);
+    worker_requeue_all(w);
+    ev->overload(ev->arg, s);
+}
+
+static void worker_finalize(struct worker *w)
+{
+    struct stage *s = w->stage;
+    char how[128];
+
+    if (w->finalized)
+        return;
+    w->finalized = true;
+    describe_exit(w, how, sizeof how);
+    uv_timer_stop(&w->runtime);
+    if (!w->ready && !w->term_signal && w->exit_status == EXIT_TEMPFAIL && !s->env->shutting_down)
+        worker_overloaded_starting(w);
+    else if (!w->ready)
+        worker_died_starting(w, how);
+    else if (w->count > 0 && s->env->shutting_down)
+        worker_requeue_all(w);
+    else if (w->protocol_error && !s->env->shutting_down)
+        worker_broke_protocol(w);
+    else if (w->count > 0 && w->after_74 && !w->hung)
+        worker_died_after_74(w, how);
+    else if (w->count > 0)
+        worker_died_working(w, how);
+    else if (w->state == WORKER_READY && !s->env->shutting_down)
+        log_warning(s->name, "idle worker pid=%d %s unasked%s%s", w->pid, how,
+                    w->last_err[0] ? ": " : "", w->last_err);
+    else
+        log_debug(s->name, "worker pid=%d %s", w->pid, how);
+
+    worker_unlink(w);
+    close_handle((uv_handle_t *)&w->proc);
+    close_handle((uv_handle_t *)&w->in);
+    close_handle((uv_handle_t *)&w->out);
+    close_handle((uv_handle_t *)&w->err);
+    close_handle((uv_handle_t *)&w->runtime);
+    s->env->ev.wake(s->env->ev.arg);
+}
+
+/* Asks a worker to finish: EOF on stdin; SIGKILL after a grace period. */
+static void worker_close(struct worker *w, uint64_t now)
+{
+    if (w->state == WORKER_CLOSING)
+        return;
+    w->state = WORKER_CLOSING;
+    /* The grace period starts once its queue is empty: what it still holds
+     * runs under MAX_RUNTIME like any message (worker_status_line). */
+    w->close_deadline_ms = w->count == 0 ? now + CLOSE_GRACE_MS : 0;
+    worker_close_stdin(w);
+}
+
+/* ---- spawning ---- */
+
+/* Resolves PROGRAM: absolute or relative paths as given; a pepsi-stage-*
+ * built-in next to the runner when it exists there; else PATH (D-22). */
+static char *resolve_program(const struct stage *s)
+{
+    const char *p = s->conf->program;
+    if (strchr(p, '/') == NULL && strncmp(p, "pepsi-stage-", 12) == 0 && s->env->self_dir) {
+        char *full = xasprintf("%s/%s", s->env->self_dir, p);
+        if (access(full, X_OK) == 0)
+            return full;
+        free(full);
+    }
+    return xstrdup(p);
+}
+
+/* Whether an inherited variable stays out of a worker's environment: ours
+ * (set below), the journal's, and PGPASSWORD (issue 11: no password in a
+ * child's environment; the runner's own went into its passfile). */
+static bool env_replaced(const char *var, bool own_passfile)
+{
+    static const char *const names[] = {"JOURNAL_STREAM=", "PEPSI_STAGE=", "PEPSI_CONFIG=",
+                                        "PEPSI_CONNINFO=", "PGPASSWORD="};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (strncmp(var, names[i], strlen(names[i])) == 0)
+            return true;
+    return own_passfile && strncmp(var, "PGPASSFILE=", 11) == 0;
+}
+
+/* environ plus PEPSI_STAGE, PEPSI_CONFIG, PEPSI_CONNINFO (without a
+ * password) and PGPASSFILE when the runner wrote one, replacing any
+ * inherited ones, never PGPASSWORD. The strings are freed by free_env(). */
+static char **build_env(const struct stage *s)
+{
+    size_t n = 0;
+    const struct pool_env *pe = s->env;
+    while (environ[n])
+        n++;
+    char **env = xcalloc(n + 5, sizeof *env);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        /* A worker's stderr is our pipe, not the journal. */
+        if (env_replaced(environ[i], pe->passfile != NULL))
+            continue;
+        env[k++] = xstrdup(environ[i]);
+    }
+    env[k++] = xasprintf("PEPSI_STAGE=%s", s->name);
+    if (pe->config_path)
+        env[k++] = xasprintf("PEPSI_CONFIG=%s", pe->config_path);
+    env[k++] = xasprintf("PEPSI_CONNINFO=%s", pe->conninfo ? pe->conninfo : "");
+    if (pe->passfile)
+        env[k++] = xasprintf("PGPASSFILE=%s", pe->passfile);
+    env[k] = NULL;
+    return env;
+}
+
+static void free_env(char **env)
+{
+    for (size_t i = 0; env[i]; i++)
+        free(env[i]);
+    free(env);
+}
+
+static void worker_init_handles(struct worker *w, uv_loop_t *loop)
+{
+    /* uv_pipe_init and uv_timer_init cannot fail on a valid loop. */
+    uv_pipe_init(loop, &w->in, 0);
+    uv_pipe_init(loop, &w->out, 0);
+    uv_pipe_init(loop, &w->err, 0);
+    uv_timer_init(loop, &w->runtime);
+    w->in.data = w->out.data = w->err.data = w->runtime.data = w->proc.data = w;
+    w->open_handles = HANDLES_PER_WORKER;
+}
+
+static int worker_exec(struct worker *w, char *file)
+{
+    struct stage *s = w->stage;
+    char *args[5];
+    int a = 0;
+    args[a++] = file;
+    if (s->env->config_file) {
+        args[a++] = "-c";
+        args[a++] = (char *)s->env->config_file;
+    }
+    args[a++] = "worker";
+    args[a] = NULL;
+
+    uv_stdio_container_t stdio[3];
+    stdio[0].flags = UV_CREATE_PIPE | UV_READABLE_PIPE;
+    stdio[0].data.stream = (uv_stream_t *)&w->in;
+    stdio[1].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
+    stdio[1].data.stream = (uv_stream_t *)&w->out;
+    stdio[2].flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE;
+    stdio[2].data.stream = (uv_stream_t *)&w->err;
+
+    char **env = build_env(s);
+    uv_process_options_t opt;
+    memset(&opt, 0, sizeof opt);
+    opt.exit_cb = exit_cb;
+    opt.file = file;
+    opt.args = args;
+    opt.env = env;
+    opt.stdio_count = 3;
+    opt.stdio = stdio;
+    /* Its own session and process group, so that a hang kill reaches the
+     * helpers it started; its stdin EOF still tells it when we are gone. */
+    opt.flags = UV_PROCESS_DETACHED;
+    int rc = uv_spawn(s->env->loop, &w->proc, &opt);
+    free_env(env);
+    return rc;
+}
+
+/* Starts a worker for the stage; NULL (stage cooled down) on failure. */
+static struct worker *worker_spawn(struct stage *s, uint64_t now)
+{
+    struct worker *w = xcalloc(1, sizeof *w);
+    w->stage = s;
+    w->ids = xcalloc((size_t)s->conf->queue_limit, sizeof *w->ids);
+    w->state = WORKER_STARTING;
+    w->idle_since_ms = now;
+    worker_init_handles(w, s->env->loop);
+
+    char *file = resolve_program(s);
+    int rc = worker_exec(w, file);
+    if (rc != 0) {
+        log_error(s->name, "cannot start \"%s\": %s; retrying after %lld ms", file, uv_strerror(rc),
+                  (long long)s->env->cooldown_ms);
+        free(file);
+        s->cooldown_until_ms = now + (uint64_t)s->env->cooldown_ms;
+        w->exited = w->finalized = true;
+        close_handle((uv_handle_t *)&w->proc);
+        close_handle((uv_handle_t *)&w->in);
+        close_handle((uv_handle_t *)&w->out);
+        close_handle((uv_handle_t *)&w->err);
+        close_handle((uv_handle_t *)&w->runtime);
+        return NULL;
+    }
+    free(file);
+    w->pid = w->proc.pid;
+    /* A start-up that never ends must not strand the ids handed to it:
+     * it gets MAX_RUNTIME too, until "ready" starts the head's clock. */
+    uv_timer_start(&w->runtime, runtime_cb, (uint64_t)s->conf->max_runtime_ms, 0);
+    if (uv_read_start((uv_stream_t *)&w->out, alloc_cb, out_read_cb) != 0 ||
+        uv_read_start((uv_stream_t *)&w->err, alloc_cb, err_read_cb) != 0) {
+        log_error(s->name, "cannot read from worker pid=%d; killing it", w->pid);
+        worker_kill_group(w, SIGKILL);
+    }
+    w->next = s->workers;
+    s->workers = w;
+    s->n_workers++;
+    s->env->dstats->workers_started++;
+    log_debug(s->name, "started worker pid=%d (%d of %d)", w->pid, s->n_workers, s->parallelism_cap);
+    return w;
+}
+
+/* ---- assignment ---- */
+
+/* The usable worker with the most ids that still has room (packing, D-64). */
+static struct worker *fullest_with_room(struct stage *s)
+{
+    struct worker *best = NULL;
+    int usable = 0;
+    for (struct worker *w = s->workers; w; w = w->next) {
+        if (!worker_usable(w) || usable++ >= s->parallelism_cap || worker_room(w) <= 0)
+            continue;
+        if (best == NULL || w->count > best->count)
+            best = w;
+    }
+    return best;
+}
+
+size_t stage_assign(struct stage *s, const int64_t *ids, size_t n, uint64_t now)
+{
+    size_t taken = 0;
+
+    while (taken < n) {
+        struct worker *w = fullest_with_room(s);
+        if (w == NULL) {
+            if (!stage_may_spawn(s, now) || (w = worker_spawn(s, now)) == NULL)
+                break;
+        }
+        size_t k = (size_t)worker_room(w);
+        if (k > n - taken)
+            k = n - taken;
+        worker_give(w, ids + taken, k, now);
+        taken += k;
+    }
+    return taken;
+}
+
+/* ---- housekeeping ---- */
+
+void stage_tick(struct stage *s, uint64_t now)
+{
+    struct worker *w = s->workers;
+    while (w) {
+        struct worker *next = w->next;
+        if (w->exited && !w->out_eof && now >= w->exited_at_ms + EXIT_DRAIN_MS) {
+            /* A helper outlived the worker and holds its stdout open: end
+             * the worker's process group with it (D-08). */
+            if (w->pid > 0 && kill(-w->pid, SIGKILL) != 0 && errno != ESRCH)
+                log_warning(s->name, "cannot signal the helpers of worker pid=%d: %s", w->pid,
+                            strerror(errno));
+            worker_finalize(w);
+        } else if (w->state == WORKER_READY && w->count == 0 &&
+                   (w->retiring || now >= w->idle_since_ms + (uint64_t)s->conf->worker_idle_timeout_ms)) {
+            log_debug(s->name, "stopping %s worker pid=%d", w->retiring ? "recycled" : "idle", w->pid);
+            worker_close(w, now);
+        } else if (w->state == WORKER_CLOSING && !w->exited && w->close_deadline_ms &&
+                   now >= w->close_deadline_ms) {
+            log_warning(s->name, "worker pid=%d did not exit when asked; killing it", w->pid);
+            worker_kill_group(w, SIGKILL);
+            w->close_deadline_ms = 0;
+        }
+        w = next;
+    }
+    if (s->throttle_until_ms && now >= s->throttle_until_ms) {
+        s->throttle_until_ms = 0;
+        s->parallelism_cap = s->conf->parallelism;
+        log_notice(s->name, "overload window over; back to %d worker(s) (D-98)", s->parallelism_cap);
+    }
+    /* The cool-down is over: the stage may start a worker again, so claim
+     * now rather than at the next heartbeat (D-90, D-91). */
+    if (s->cooldown_until_ms && now >= s->cooldown_until_ms) {
+        s->cooldown_until_ms = 0;
+        s->env->ev.wake(s->env->ev.arg);
+    }
+}
+
+void stage_retire_workers(struct stage *s)
+{
+    uint64_t now = now_ms();
+    for (struct worker *w = s->workers; w; w = w->next)
+        worker_close(w, now);
+}
+
+void stage_stop(struct stage *s, bool kill_now)
+{
+    uint64_t now = now_ms();
+    for (struct worker *w = s->workers; w; w = w->next) {
+        if (kill_now) {
+            worker_kill_group(w, SIGKILL);
+            continue;
+        }
+        /* SIGTERM to the worker alone: the SDK finishes the message in
+         * hand, answers it and exits; EOF tells any other program. */
+        if (!w->exited && w->pid > 0 && kill(w->pid, SIGTERM) != 0 && errno != ESRCH)
+            log_warning(s->name, "cannot signal worker pid=%d: %s", w->pid, strerror(errno));
+        w->state = WORKER_CLOSING;
+        w->close_deadline_ms = now + CLOSE_GRACE_MS;
+        worker_close_stdin(w);
+    }
+}

@@ -1,0 +1,27 @@
+/* lib/pgerr.h — what a PostgreSQL error means to a queue: lost connection
+ * (status 74), overload (status 75), worth a retry, or something else.
+ * Owns: nothing kept. Uses: libpq only. */
+#ifndef PEPSI_LIB_PGERR_H
+#define PEPSI_LIB_PGERR_H
+
+#include <libpq-fe.h>
+#include <stdbool.h>
+
+enum pgerr_kind {
+    PGERR_NONE,        /* no error */
+    PGERR_CONNECTION,  /* class 08, 57P01..57P03, or the connection is bad: status 74 (D-99) */
+    PGERR_OVERLOAD,    /* 53300 too_many_connections, 53xxx resources: status 75 (D-94) */
+    PGERR_RETRY,       /* 40001 serialization, 40P01 deadlock, 55P03 lock not available */
+    PGERR_OTHER,       /* anything else */
+};
+
+/* Classifies a result (which may be NULL) on conn. */
+enum pgerr_kind pgerr_classify(PGconn *conn, const PGresult *res);
+
+/* The SQLSTATE of res, or "" when it has none. */
+const char *pgerr_sqlstate(const PGresult *res);
+
+/* The primary message of res (or of conn when res has none), one line. */
+const char *pgerr_message(PGconn *conn, const PGresult *res);
+
+#endif

@@ -1,0 +1,91 @@
+/* lib/schema.c — see schema.h. */
+#include "lib/schema.h"
+
+#include "lib/log.h"
+#include "schema_build.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const build_changes[] = PEPSI_SCHEMA_CHANGES;
+static const char *const build_hashes[] = PEPSI_SCHEMA_HASHES;
+
+int schema_build_changes(void)
+{
+    return PEPSI_SCHEMA_CHANGE_COUNT;
+}
+
+/* Writes {a,b,c} for a text[] parameter; names and hashes need no quoting
+ * (sqitch names and hex digests). Returns 0, or -1 when cap is too small. */
+static int array_literal(char *buf, size_t cap, const char *const *items, int n)
+{
+    size_t len = 0;
+    int w = snprintf(buf, cap, "{");
+    if (w < 0 || (size_t)w >= cap)
+        return -1;
+    len = (size_t)w;
+    for (int i = 0; i < n; i++) {
+        w = snprintf(buf + len, cap - len, "%s%s", i ? "," : "", items[i]);
+        if (w < 0 || (size_t)w >= cap - len)
+            return -1;
+        len += (size_t)w;
+    }
+    w = snprintf(buf + len, cap - len, "}");
+    return (w < 0 || (size_t)w >= cap - len) ? -1 : 0;
+}
+
+static enum schema_verdict verdict_of(const char *v)
+{
+    if (strcmp(v, "current") == 0)
+        return SCHEMA_CURRENT;
+    if (strcmp(v, "older") == 0)
+        return SCHEMA_OLDER;
+    if (strcmp(v, "newer") == 0)
+        return SCHEMA_NEWER;
+    return SCHEMA_DIFFERENT;
+}
+
+enum schema_verdict schema_verify(PGconn *conn, const char *component)
+{
+    char changes[8192], hashes[8192];
+    const char *params[2] = {changes, hashes};
+
+    if (array_literal(changes, sizeof changes, build_changes, PEPSI_SCHEMA_CHANGE_COUNT) != 0 ||
+        array_literal(hashes, sizeof hashes, build_hashes, PEPSI_SCHEMA_CHANGE_COUNT) != 0) {
+        log_error(component, "schema manifest too large");
+        return SCHEMA_ERROR;
+    }
+    PGresult *res = PQexecParams(conn, "select verdict, detail from pepsi.schema_check($1, $2)",
+                                 2, NULL, params, NULL, NULL, 0);
+    if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
+        const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
+        if (state && (strcmp(state, "3F000") == 0 || strcmp(state, "42883") == 0)) {
+            log_error(component, "schema \"pepsi\" is not installed in this database "
+                      "(or predates schema_check): run sqitch deploy");
+            PQclear(res);
+            return SCHEMA_OLDER;
+        }
+        log_error(component, "schema check failed: %s", PQerrorMessage(conn));
+        PQclear(res);
+        return SCHEMA_ERROR;
+    }
+    enum schema_verdict v = verdict_of(PQgetvalue(res, 0, 0));
+    const char *detail = PQgetvalue(res, 0, 1);
+    switch (v) {
+    case SCHEMA_CURRENT:
+        log_debug(component, "schema is current: %s", detail);
+        break;
+    case SCHEMA_OLDER:
+        log_error(component, "the database schema is older than this program: %s", detail);
+        break;
+    case SCHEMA_NEWER:
+        log_error(component, "the database schema is newer than this program: %s", detail);
+        break;
+    default:
+        log_error(component, "the database schema was built from different files: %s", detail);
+        break;
+    }
+    PQclear(res);
+    return v;
+}
