@@ -103,7 +103,8 @@ insert into fn_doc values
     ('workqueue_sender_probe', '{}'), ('stage_name_valid', '{}'), ('tube_name_valid', '{}'),
     ('webhook_event_item', '{}'),
     -- the one state machine (issue 13): called only by the wrappers above
-    ('workqueue_transition', '{}'), ('transition_of', '{}');
+    ('workqueue_transition', '{}'), ('transition_of', '{}'), ('transition_paused_state', '{}'),
+    ('transition_failed_state', '{}');
 
 -- Functions known to lack their revoke, left out of the per-role
 -- comparisons while a fix is under way: none today.

@@ -1,4 +1,4 @@
--- pgtap/46-state-machine.sql — pepsi.workqueue_transition, the one state
+-- pgtap/49-state-machine.sql — pepsi.workqueue_transition, the one state
 -- machine of a running message (issue 13): every transition, each refusal
 -- with its code, a mixed batch in one call, and the fused move-then-pause
 -- (and move-then-fail) done by one call, in one statement.

@@ -11,6 +11,8 @@ drop function pepsi.workqueue_transition(pepsi.transition[], int, timestamptz);
 drop function pepsi.transition_of(bigint, text, text, text, text, text[], jsonb, timestamptz, text, text,
                                   text, interval, text, bigint);
 drop type pepsi.transition;
+drop function pepsi.transition_failed_state(jsonb, jsonb, text, text, text);
+drop function pepsi.transition_paused_state(jsonb, jsonb, text);
 drop function pepsi.workqueue_hop(jsonb, jsonb, text, text[], text, pepsi.workqueue_status, int);
 drop function pepsi.workqueue_hop_slow(jsonb, jsonb, text, text[], text, int, int);
 drop function pepsi.workqueue_hop_check(text[], int);

@@ -17,6 +17,8 @@ select pg_catalog.has_function_privilege('pepsi_worker', 'pepsi.workqueue_fail(b
 select 'pepsi.workqueue_transition(pepsi.transition[], int, timestamptz)'::regprocedure;
 select 'pepsi.transition_of(bigint, text, text, text, text, text[], jsonb, timestamptz, text, text, text, interval, text, bigint)'::regprocedure;
 select 1 / (cardinality(array(select pepsi.workqueue_transition('{}'))) = 0)::int;
+select 1 / (pepsi.transition_paused_state('{}', null, 'x')->>'pause_reason' = 'x')::int;
+select 1 / (pepsi.transition_failed_state('{}', null, null, 'a', null)->>'failure_class' = 'permanent')::int;
 
 -- issue 13: every function of the change, by its exact signature.
 select 'pepsi.failure_class_check(text)'::regprocedure;
