@@ -118,7 +118,8 @@ fuzz:
 check-sql:
 	scripts/test-sql
 
-check-e2e: all
+# 62-pgarray.t runs the unit test test_pgarray against its database.
+check-e2e: all $(BUILD)/tests/test_pgarray
 	PEPSI_BUILD=$(BUILD) scripts/test-e2e
 
 # `make check` and `make run` install the packages they need first, as the
