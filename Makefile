@@ -12,7 +12,8 @@
 #   make bench      benchmarks, one JSON object per line
 #   make deploy / revert   sqitch against the local cluster of `make run`
 #   make lint       cppcheck, shell syntax, generated files up to date, the
-#                   runner's include directions (scripts/check-includes)
+#                   runner's include directions (scripts/check-includes),
+#                   array literals built only by lib/pgarray (scripts/lint-arrays)
 #   make install    PREFIX=/usr/local, DESTDIR honoured
 #   make SANITIZE=1 ...    the same with ASan and UBSan (in build-asan/)
 #   make fuzz       every libFuzzer target runner/fuzz/fuzz_NAME.c, built with
@@ -156,6 +157,8 @@ lint:
 		[ -f "$$f" ] && bash -n "$$f" || exit 1; done
 	scripts/schema-manifest > /dev/null
 	scripts/lint-once
+	scripts/lint-arrays --self-test
+	scripts/lint-arrays
 	scripts/check-includes --self-test
 	scripts/check-includes
 
