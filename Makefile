@@ -13,7 +13,8 @@
 #   make deploy / revert   sqitch against the local cluster of `make run`
 #   make lint       cppcheck, shell syntax, generated files up to date, the
 #                   runner's include directions (scripts/check-includes), status
-#                   updates only in the state machine (scripts/lint-state-machine)
+#                   updates only in the state machine (scripts/lint-state-machine),
+#                   array literals built only by lib/pgarray (scripts/lint-arrays)
 #   make install    PREFIX=/usr/local, DESTDIR honoured
 #   make SANITIZE=1 ...    the same with ASan and UBSan (in build-asan/)
 #   make fuzz       every libFuzzer target runner/fuzz/fuzz_NAME.c, built with
@@ -119,7 +120,8 @@ fuzz:
 check-sql:
 	scripts/test-sql
 
-check-e2e: all
+# 62-pgarray.t runs the unit test test_pgarray against its database.
+check-e2e: all $(BUILD)/tests/test_pgarray
 	PEPSI_BUILD=$(BUILD) scripts/test-e2e
 
 # `make check` and `make run` install the packages they need first, as the
@@ -156,6 +158,8 @@ lint:
 		[ -f "$$f" ] && bash -n "$$f" || exit 1; done
 	scripts/schema-manifest > /dev/null
 	scripts/lint-once
+	scripts/lint-arrays --self-test
+	scripts/lint-arrays
 	scripts/check-includes --self-test
 	scripts/check-includes
 	scripts/lint-state-machine

@@ -2,6 +2,7 @@
 #include "dispatch/claim.h"
 
 #include "dispatch/fair.h"
+#include "lib/pgarray.h"
 #include "lib/util.h"
 
 #include <stdio.h>
@@ -114,87 +115,25 @@ static struct charge *charge_take(struct claimer *c, int64_t id)
 
 /* ---- building the statement ---- */
 
-struct buf {
-    char *s;
-    size_t len, cap;
-};
-
-static void put(struct buf *b, const char *s, size_t n)
-{
-    if (b->len + n + 1 > b->cap) {
-        b->cap = (b->len + n + 1) * 2;
-        b->s = xrealloc(b->s, b->cap);
-    }
-    memcpy(b->s + b->len, s, n);
-    b->len += n;
-    b->s[b->len] = '\0';
-}
-
-static void puts_(struct buf *b, const char *s)
-{
-    put(b, s, strlen(s));
-}
-
-/* An element of a text[] literal: NULL, or double-quoted with \ and "
- * escaped (sender keys can hold any character). */
-static void put_elem(struct buf *b, const char *s, bool first)
-{
-    if (!first)
-        put(b, ",", 1);
-    if (s == NULL) {
-        puts_(b, "NULL");
-        return;
-    }
-    put(b, "\"", 1);
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\')
-            put(b, "\\", 1);
-        put(b, s, 1);
-    }
-    put(b, "\"", 1);
-}
-
-static void put_num(struct buf *b, double v, bool integer, bool first)
-{
-    char num[40];
-    snprintf(num, sizeof num, integer ? "%s%.0f" : "%s%.3f", first ? "" : ",", v);
-    puts_(b, num);
-}
-
-/* A float8 exactly: leads in the frame can be large (v grows with scale). */
-static void put_exact(struct buf *b, double v, bool first)
-{
-    char num[40];
-    snprintf(num, sizeof num, "%s%.17g", first ? "" : ",", v);
-    puts_(b, num);
-}
-
-static char *finish(struct buf *b)
-{
-    put(b, "}", 1);
-    return b->s;
-}
+/* Every array parameter is built by lib/pgarray (issue 13). */
 
 static int build_plain(struct stage *const *stages, const int *caps, size_t n, const char *claim_id,
                        bool release, struct claim_query *q)
 {
-    struct buf st = {0}, cp = {0};
-    int included = 0;
-    puts_(&st, "{");
-    puts_(&cp, "{");
+    struct pgarray st = PGARRAY_INIT, cp = PGARRAY_INIT;
     for (size_t i = 0; i < n; i++) {
         if (caps[i] <= 0)
             continue;
-        put_elem(&st, stages[i]->name, included == 0);
-        put_num(&cp, caps[i], true, included == 0);
-        included++;
+        pgarray_add_text(&st, stages[i]->name);
+        pgarray_add_int64(&cp, caps[i]);
     }
+    int included = (int)pgarray_count(&st);
     /* No p_now: the database's clock decides (issue 12). */
     q->sql = "select workqueue_id, stage, sender_key from pepsi.workqueue_claim($1::text[], $2::int[],"
              " p_release_paused => $3::boolean, p_claim_id => $4::bigint)";
     q->n = 4;
-    q->params[0] = finish(&st);
-    q->params[1] = finish(&cp);
+    q->params[0] = pgarray_finish(&st);
+    q->params[1] = pgarray_finish(&cp);
     q->params[2] = xstrdup(release ? "t" : "f");
     q->params[3] = xstrdup(claim_id);
     return included;
@@ -215,50 +154,45 @@ static int window_size(const int *caps, size_t n)
 
 /* The arrays of a fair claim, one per parameter. */
 struct fair_arrays {
-    struct buf st, cp, avg, base, scale, sync, ls, lsn, lv, wa, fc;
-    int included, nl;
+    struct pgarray st, cp, avg, base, scale, sync, ls, lsn, lv, wa, fc;
     bool synced;                /* some stage sends all its leads */
 };
 
 /* Stage s's part: its frame, window, credit, and the leads that changed
- * since its previous claim (all of them when it resyncs). */
+ * since its previous claim (all of them when it resyncs). A lead's value
+ * and the frame go exactly: leads can be large (v grows with scale). */
 static void add_stage(struct fair_arrays *a, struct fair *f, const char *stage, int cap, uint64_t now)
 {
-    bool first = a->included == 0;
-    put_elem(&a->st, stage, first);
-    put_num(&a->cp, cap, true, first);
-    put_num(&a->avg, fair_average(f), false, first);
+    pgarray_add_text(&a->st, stage);
+    pgarray_add_int64(&a->cp, cap);
+    pgarray_add_float8(&a->avg, fair_average(f), 3);
     double base, scale;
     fair_frame(f, now, &base, &scale);
-    put_exact(&a->base, base, first);
-    put_exact(&a->scale, scale, first);
-    put_elem(&a->wa, fair_window_after(f), first);
+    pgarray_add_float8(&a->base, base, PGARRAY_FLOAT8_EXACT);
+    pgarray_add_float8(&a->scale, scale, PGARRAY_FLOAT8_EXACT);
+    pgarray_add_text(&a->wa, fair_window_after(f));
     int credit = fair_fifo_credit(f);
     if (credit < 0)
-        puts_(&a->fc, first ? "NULL" : ",NULL");
+        pgarray_add_null(&a->fc);
     else
-        put_num(&a->fc, credit, true, first);
+        pgarray_add_int64(&a->fc, credit);
     const char *const *senders;
     const double *values;
     bool sync;
     size_t k = fair_changes(f, &senders, &values, &sync);
-    puts_(&a->sync, first ? (sync ? "t" : "f") : (sync ? ",t" : ",f"));
+    pgarray_add_bool(&a->sync, sync);
     a->synced |= sync;
-    for (size_t j = 0; j < k; j++, a->nl++) {
-        put_elem(&a->ls, stage, a->nl == 0);
-        put_elem(&a->lsn, senders[j], a->nl == 0);
-        put_exact(&a->lv, values[j], a->nl == 0);
+    for (size_t j = 0; j < k; j++) {
+        pgarray_add_text(&a->ls, stage);
+        pgarray_add_text(&a->lsn, senders[j]);
+        pgarray_add_float8(&a->lv, values[j], PGARRAY_FLOAT8_EXACT);
     }
-    a->included++;
 }
 
 static int build_fair(struct claimer *c, struct stage *const *stages, const int *caps, size_t n,
                       const char *claim_id, bool release, uint64_t now, struct claim_query *q)
 {
-    struct fair_arrays a = {0};
-    struct buf *all[] = {&a.st, &a.cp, &a.avg, &a.base, &a.scale, &a.sync, &a.ls, &a.lsn, &a.lv, &a.wa, &a.fc};
-    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
-        puts_(all[i], "{");
+    struct fair_arrays a = {.st = PGARRAY_INIT}; /* every builder empty */
     /* A claim that carried leads went unanswered (lost with the
      * connection, or failed): the copy may lack them; resend it all. */
     if (c->unanswered)
@@ -267,7 +201,8 @@ static int build_fair(struct claimer *c, struct stage *const *stages, const int 
     for (size_t i = 0; i < n; i++)
         if (caps[i] > 0)
             add_stage(&a, fair_of(c, stages[i]->name, now), stages[i]->name, caps[i], now);
-    c->unanswered = a.nl > 0 || a.synced;
+    int included = (int)pgarray_count(&a.st);
+    c->unanswered = pgarray_count(&a.lsn) > 0 || a.synced;
     char num[16];
     q->sql = "select workqueue_id, stage, sender_key, window_next, window_lap, fifo_credit, lead_floor, leads_lost"
              " from pepsi.workqueue_claim_fair($1::text[], $2::int[], $3::float8[], $4::text[], $5::text[],"
@@ -275,24 +210,24 @@ static int build_fair(struct claimer *c, struct stage *const *stages, const int 
              " p_window_size => $11::int, p_claim_id => $12::bigint, p_lead_base => $13::float8[],"
              " p_lead_scale => $14::float8[], p_lead_sync => $15::boolean[])";
     q->n = 15;
-    q->params[0] = finish(&a.st);
-    q->params[1] = finish(&a.cp);
-    q->params[2] = finish(&a.avg);
-    q->params[3] = finish(&a.ls);
-    q->params[4] = finish(&a.lsn);
-    q->params[5] = finish(&a.lv);
+    q->params[0] = pgarray_finish(&a.st);
+    q->params[1] = pgarray_finish(&a.cp);
+    q->params[2] = pgarray_finish(&a.avg);
+    q->params[3] = pgarray_finish(&a.ls);
+    q->params[4] = pgarray_finish(&a.lsn);
+    q->params[5] = pgarray_finish(&a.lv);
     snprintf(num, sizeof num, "%d", c->fifo_percent);
     q->params[6] = xstrdup(num);
-    q->params[7] = finish(&a.wa);
-    q->params[8] = finish(&a.fc);
+    q->params[7] = pgarray_finish(&a.wa);
+    q->params[8] = pgarray_finish(&a.fc);
     q->params[9] = xstrdup(release ? "t" : "f");
     snprintf(num, sizeof num, "%d", window_size(caps, n));
     q->params[10] = xstrdup(num);
     q->params[11] = xstrdup(claim_id);
-    q->params[12] = finish(&a.base);
-    q->params[13] = finish(&a.scale);
-    q->params[14] = finish(&a.sync);
-    return a.included;
+    q->params[12] = pgarray_finish(&a.base);
+    q->params[13] = pgarray_finish(&a.scale);
+    q->params[14] = pgarray_finish(&a.sync);
+    return included;
 }
 
 int claimer_build(struct claimer *c, struct stage *const *stages, const int *caps, size_t n,

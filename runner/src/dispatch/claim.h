@@ -6,7 +6,7 @@
  * charge it was given at claim, to be corrected or refunded.
  * Owns: the claim's parameters and the in-flight sender/charge of each
  * claimed message. Uses: dispatch/fair.h, dispatch/pool.h, lib/ (conf,
- * proto, util), libpq. */
+ * proto, util, pgarray), libpq. */
 #ifndef PEPSI_DISPATCH_CLAIM_H
 #define PEPSI_DISPATCH_CLAIM_H
 

@@ -53,19 +53,6 @@ int total_workers(const struct runner *r)
     return n;
 }
 
-/* Appends a PostgreSQL array element (names and numbers need no quoting
- * beyond double quotes: stage names are restricted, pepsi.stage_check). */
-void buf_append(char **buf, size_t *len, size_t *cap, const char *s)
-{
-    size_t n = strlen(s);
-    if (*len + n + 1 > *cap) {
-        *cap = (*len + n + 1) * 2;
-        *buf = xrealloc(*buf, *cap);
-    }
-    memcpy(*buf + *len, s, n + 1);
-    *len += n;
-}
-
 /* ---- answers from workers ---- */
 
 static void account_runs(struct runner *r, struct stage *s, const struct proto_status *st, uint64_t usec)

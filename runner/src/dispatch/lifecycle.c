@@ -6,6 +6,7 @@
 #include "lib/conn.h"
 #include "lib/log.h"
 #include "lib/overlay.h"
+#include "lib/pgarray.h"
 #include "lib/pgerr.h"
 #include "lib/schema.h"
 #include "lib/util.h"
@@ -75,7 +76,7 @@ static void unclaim_lost(struct runner *r)
     struct unclaim_ctx *uc = xcalloc(1, sizeof *uc);
     uc->r = r;
     uc->n = r->n_lost_claims;
-    char *ids = pg_int64_array(r->lost_claims, uc->n);
+    char *ids = pgarray_of_int64(r->lost_claims, uc->n);
     const char *params[] = {ids};
     db_query(&r->db, "select pepsi.workqueue_unclaim($1::bigint[])", 1, params, DB_UNGATED, unclaim_done, uc);
     free(ids);

@@ -88,9 +88,6 @@ struct runner {
 
 /* ---- dispatch.c ---- */
 
-/* Appends s to a growing text buffer (a PostgreSQL array element). */
-void buf_append(char **buf, size_t *len, size_t *cap, const char *s);
-
 /* The stage called name in the current table, or NULL. */
 struct stage *stage_by_name(struct runner *r, const char *name);
 

@@ -5,6 +5,7 @@
 #include "dispatch/runner.h"
 
 #include "lib/log.h"
+#include "lib/pgarray.h"
 #include "lib/pgerr.h"
 #include "lib/util.h"
 
@@ -29,22 +30,9 @@ static void requeue_done(struct db *db, PGresult *res, void *arg)
 
 void requeue_ids(struct runner *r, const char *const *stages, const int64_t *ids, size_t n)
 {
-    size_t li = 0, ci = 0, ls = 0, cs = 0;
-    char *idbuf = NULL, *stbuf = NULL, num[32];
-
     if (n == 0)
         return;
-    buf_append(&idbuf, &li, &ci, "{");
-    buf_append(&stbuf, &ls, &cs, "{");
-    for (size_t i = 0; i < n; i++) {
-        snprintf(num, sizeof num, "%s%lld", i ? "," : "", (long long)ids[i]);
-        buf_append(&idbuf, &li, &ci, num);
-        buf_append(&stbuf, &ls, &cs, i ? ",\"" : "\"");
-        buf_append(&stbuf, &ls, &cs, stages[i]);
-        buf_append(&stbuf, &ls, &cs, "\"");
-    }
-    buf_append(&idbuf, &li, &ci, "}");
-    buf_append(&stbuf, &ls, &cs, "}");
+    char *idbuf = pgarray_of_int64(ids, n), *stbuf = pgarray_of_text(stages, n);
     const char *params[] = {idbuf, stbuf};
     db_query(&r->db, "select pepsi.workqueue_requeue($1::bigint[], $2::text[])", 2, params, DB_RESEND,
              requeue_done, r);
@@ -149,13 +137,12 @@ static void defer_done(struct db *db, PGresult *res, void *arg)
  * start resets it to pending (D-102; issue 12: it was resent for ever). */
 void defer_lost_connection(struct runner *r, struct stage *s, int64_t id)
 {
-    char idtext[40], until[40];
-    snprintf(idtext, sizeof idtext, "{%lld}", (long long)id);
+    char until[40];
     snprintf(until, sizeof until, "%d milliseconds", DEFER_74_MS);
     log_warning(COMPONENT, "stage %s lost its database connection on message %lld; deferring it %d s",
                 s->name, (long long)id, DEFER_74_MS / 1000);
-    char stage[80];
-    snprintf(stage, sizeof stage, "{\"%s\"}", s->name);
+    const char *name = s->name;
+    char *idtext = pgarray_of_int64(&id, 1), *stage = pgarray_of_text(&name, 1);
     const char *params[] = {idtext, stage, until};
     struct defer_ctx *dc = xcalloc(1, sizeof *dc);
     dc->r = r;
@@ -165,6 +152,8 @@ void defer_lost_connection(struct runner *r, struct stage *s, int64_t id)
                    "select pepsi.workqueue_defer($1::bigint[], $2::text[], now() + $3::interval,"
                    " 'worker lost its database connection')",
                    3, params, DB_RESEND, dc->give_up_ms, defer_done, dc);
+    free(idtext);
+    free(stage);
 }
 
 /* Database overload reported by stage s: halve the parallelism of the

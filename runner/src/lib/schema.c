@@ -2,6 +2,7 @@
 #include "lib/schema.h"
 
 #include "lib/log.h"
+#include "lib/pgarray.h"
 #include "schema_build.h"
 
 #include <stdio.h>
@@ -14,25 +15,6 @@ static const char *const build_hashes[] = PEPSI_SCHEMA_HASHES;
 int schema_build_changes(void)
 {
     return PEPSI_SCHEMA_CHANGE_COUNT;
-}
-
-/* Writes {a,b,c} for a text[] parameter; names and hashes need no quoting
- * (sqitch names and hex digests). Returns 0, or -1 when cap is too small. */
-static int array_literal(char *buf, size_t cap, const char *const *items, int n)
-{
-    size_t len = 0;
-    int w = snprintf(buf, cap, "{");
-    if (w < 0 || (size_t)w >= cap)
-        return -1;
-    len = (size_t)w;
-    for (int i = 0; i < n; i++) {
-        w = snprintf(buf + len, cap - len, "%s%s", i ? "," : "", items[i]);
-        if (w < 0 || (size_t)w >= cap - len)
-            return -1;
-        len += (size_t)w;
-    }
-    w = snprintf(buf + len, cap - len, "}");
-    return (w < 0 || (size_t)w >= cap - len) ? -1 : 0;
 }
 
 static enum schema_verdict verdict_of(const char *v)
@@ -48,16 +30,13 @@ static enum schema_verdict verdict_of(const char *v)
 
 enum schema_verdict schema_verify(PGconn *conn, const char *component)
 {
-    char changes[8192], hashes[8192];
+    char *changes = pgarray_of_text(build_changes, PEPSI_SCHEMA_CHANGE_COUNT);
+    char *hashes = pgarray_of_text(build_hashes, PEPSI_SCHEMA_CHANGE_COUNT);
     const char *params[2] = {changes, hashes};
-
-    if (array_literal(changes, sizeof changes, build_changes, PEPSI_SCHEMA_CHANGE_COUNT) != 0 ||
-        array_literal(hashes, sizeof hashes, build_hashes, PEPSI_SCHEMA_CHANGE_COUNT) != 0) {
-        log_error(component, "schema manifest too large");
-        return SCHEMA_ERROR;
-    }
     PGresult *res = PQexecParams(conn, "select verdict, detail from pepsi.schema_check($1, $2)",
                                  2, NULL, params, NULL, NULL, 0);
+    free(changes);
+    free(hashes);
     if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
         const char *state = PQresultErrorField(res, PG_DIAG_SQLSTATE);
         if (state && (strcmp(state, "3F000") == 0 || strcmp(state, "42883") == 0)) {

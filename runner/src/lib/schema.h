@@ -1,5 +1,5 @@
 /* lib/schema.h — is the deployed schema the one this build was made from? (D-12)
- * Owns: nothing kept. Uses: lib/log.h, the generated schema_build.h,
+ * Owns: nothing kept. Uses: lib/log.h, lib/pgarray.h, the generated schema_build.h,
  * libpq; nothing above lib/. */
 #ifndef PEPSI_LIB_SCHEMA_H
 #define PEPSI_LIB_SCHEMA_H

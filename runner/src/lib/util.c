@@ -40,17 +40,6 @@ char *wall_timestamp(char *buf, size_t cap)
     return buf;
 }
 
-char *pg_int64_array(const int64_t *v, size_t n)
-{
-    char *out = xmalloc(n * 21 + 3), *p = out;
-    *p++ = '{';
-    for (size_t i = 0; i < n; i++)
-        p += sprintf(p, "%s%lld", i ? "," : "", (long long)v[i]);
-    *p++ = '}';
-    *p = '\0';
-    return out;
-}
-
 static void out_of_memory(size_t n)
 {
     log_error("memory", "out of memory allocating %zu bytes", n);

@@ -20,10 +20,6 @@ uint64_t now_us(void);
  * "2026-11-30T04:40:00.123456Z"; buf needs 32 bytes. Returns buf. */
 char *wall_timestamp(char *buf, size_t cap);
 
-/* n numbers as a PostgreSQL array literal, "{1,2,3}" (for $n::bigint[]);
- * malloc'd. */
-char *pg_int64_array(const int64_t *v, size_t n);
-
 /* malloc/calloc/realloc/strdup that log and abort on exhaustion: a daemon
  * that cannot allocate a few bytes cannot keep its promises either. */
 void *xmalloc(size_t n);

@@ -13,6 +13,7 @@
 #include "sdk/commit.h"
 
 #include "lib/log.h"
+#include "lib/pgarray.h"
 #include "lib/pgerr.h"
 #include "lib/proto.h"
 #include "lib/util.h"
@@ -73,16 +74,13 @@ struct item {
     struct sdk_pass pass;
 };
 
-/* "{1,2,3}" for the = ANY parameter. */
+/* The batch's ids as one bigint[] literal, for the = ANY parameter. */
 static char *id_array(const struct item *it, size_t n)
 {
-    size_t cap = n * 22 + 3, len = 1;
-    char *buf = xmalloc(cap);
-    buf[0] = '{';
+    struct pgarray a = PGARRAY_INIT;
     for (size_t i = 0; i < n; i++)
-        len += (size_t)snprintf(buf + len, cap - len, "%s%s", i ? "," : "", it[i].idtext);
-    snprintf(buf + len, cap - len, "}");
-    return buf;
+        pgarray_add_int64(&a, it[i].msg.id);
+    return pgarray_finish(&a);
 }
 
 static void set_status(struct sdk_result *res, size_t n, int status)
