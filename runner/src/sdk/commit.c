@@ -9,6 +9,7 @@
 #include "sdk/options.h"
 
 #include "lib/log.h"
+#include "lib/pgarray.h"
 #include "lib/pgerr.h"
 #include "lib/util.h"
 
@@ -52,22 +53,14 @@ static PGresult *commit_refusal(struct pepsi_worker *s, const char *id, const PG
     return sdk_exec_prepared(s, "fail", 5, p);
 }
 
-const char *sdk_via_text(const struct sdk_via *via, size_t n, char *buf, size_t cap)
+char *sdk_via_text(const struct sdk_via *via, size_t n)
 {
-    size_t len = 0;
-    if (via == NULL || n == 0 || cap < 3)
+    if (via == NULL || n == 0)
         return NULL;
-    buf[len++] = '{';
-    /* Stage names are [A-Za-z0-9_.-]: quoted, none is read as NULL. */
-    for (size_t i = 0; i < n && i < via->n; i++) {
-        int k = snprintf(buf + len, cap - len, "%s\"%s\"", i ? "," : "", via->stage[i]);
-        if (k < 0 || (size_t)k >= cap - len - 1)
-            return NULL;
-        len += (size_t)k;
-    }
-    buf[len++] = '}';
-    buf[len] = '\0';
-    return buf;
+    struct pgarray a = PGARRAY_INIT;
+    for (size_t i = 0; i < n && i < via->n; i++)
+        pgarray_add_text(&a, via->stage[i]);
+    return pgarray_finish(&a);
 }
 
 void sdk_log_loop(struct pepsi_worker *s, const char *id, const char *row_stage, const char *next)
@@ -83,9 +76,6 @@ static bool loop_outcome(const PGresult *res)
     return PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 && PQnfields(res) >= 1 &&
            strcmp(PQgetvalue(res, 0, 0), "loop") == 0;
 }
-
-/* Room for the text[] of SDK_FUSION_DEPTH quoted stage names. */
-#define VIA_TEXT_MAX (SDK_FUSION_DEPTH * 68 + 4)
 
 static char *patch_text(const struct pepsi_outcome *out)
 {
@@ -184,10 +174,10 @@ static PGresult *commit_call(struct pepsi_worker *s, const char *row_stage, cons
                              const struct pepsi_outcome *out, const struct sdk_via *via,
                              const struct pepsi_message *m, bool *failed, bool *advancing)
 {
-    char ms[32], hops[16], via_buf[VIA_TEXT_MAX];
+    char ms[32], hops[16];
     char *patch = patch_text(out);
     const char *next = out->next ? out->next : s->section->next;
-    const char *via_text = sdk_via_text(via, via ? via->n : 0, via_buf, sizeof via_buf);
+    char *via_text = sdk_via_text(via, via ? via->n : 0);
     PGresult *res;
 
     *failed = *advancing = false;
@@ -201,6 +191,7 @@ static PGresult *commit_call(struct pepsi_worker *s, const char *row_stage, cons
         *advancing = out->kind == PEPSI_ADVANCE && next != NULL;
         free(changes);
         free(patch);
+        free(via_text);
         return res;
     }
     switch (out->kind) {
@@ -236,6 +227,7 @@ static PGresult *commit_call(struct pepsi_worker *s, const char *row_stage, cons
         break;
     }
     free(patch);
+    free(via_text);
     return res;
 }
 

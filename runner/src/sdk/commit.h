@@ -36,10 +36,9 @@ int sdk_db_error(struct pepsi_worker *w, const struct pepsi_message *m, const ch
 int sdk_commit(struct pepsi_worker *s, const char *row_stage, const char *id,
                const struct pepsi_outcome *out, const struct sdk_via *via, const struct pepsi_message *m);
 
-/* The text[] literal of via->stage[0..n), e.g. {"b","c"}, in buf (of
- * cap bytes; SDK_FUSION_DEPTH quoted stage names of at most 63 bytes fit
- * in 548), or NULL when n is 0: an advance's p_via (issue 12). */
-const char *sdk_via_text(const struct sdk_via *via, size_t n, char *buf, size_t cap);
+/* The text[] literal of via->stage[0..n), e.g. {"b","c"} (lib/pgarray;
+ * the caller frees it), or NULL when n is 0: an advance's p_via (issue 12). */
+char *sdk_via_text(const struct sdk_via *via, size_t n);
 
 /* Logs that message id failed as a loop at row_stage on its way to next. */
 void sdk_log_loop(struct pepsi_worker *s, const char *id, const char *row_stage, const char *next);
