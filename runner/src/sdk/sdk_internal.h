@@ -15,6 +15,7 @@
 
 #include "lib/proto.h"
 
+#include <libpq-fe.h>
 #include <sys/types.h>
 
 /* What one worker process has once: configuration, connection, stdin. */
