@@ -57,14 +57,16 @@ VERSION  := $(shell sed -n 's/^\#define PEPSI_VERSION "\(.*\)"/\1/p' runner/src/
 
 # libpepsi-worker (issue 13): the SDK (runner/src/sdk/) and the lib/ objects
 # it uses, nothing of dispatch/, ingress/, cli/ or stages/ (make lint checks:
-# scripts/check-sdklib). Built once position-independent into $(BUILD)/pic/,
-# linked into one relocatable object whose only global symbols are those
-# listed in runner/src/sdk/libpepsi-worker.sym (the functions of the public
-# header, runner/src/sdk/pepsi-worker.h), so that neither the static nor the
-# shared library lends a stage program names such as log_msg or xmalloc.
-SDKLIB_SRC := $(wildcard runner/src/sdk/*.c) \
-	$(addprefix runner/src/lib/,conf.c conn.c log.c overlay.c pgerr.c pgpass.c proto.c schema.c util.c)
-SDKLIB_OBJ := $(SDKLIB_SRC:%.c=$(BUILD)/pic/%.o)
+# scripts/check-sdklib). Built once position-independent into $(BUILD)/pic/:
+# every SDK object, linked (ld -r) with an archive of lib/'s, from which the
+# linker takes only the objects the SDK needs (today conf, conn, log,
+# overlay, pgerr, pgpass, proto, schema, util), into one relocatable object
+# whose only global symbols are those listed in
+# runner/src/sdk/libpepsi-worker.sym (the functions of the public header,
+# runner/src/sdk/pepsi-worker.h), so that neither the static nor the shared
+# library lends a stage program names such as log_msg or xmalloc.
+SDKLIB_OBJ := $(patsubst %.c,$(BUILD)/pic/%.o,$(wildcard runner/src/sdk/*.c))
+SDKLIB_LIBOBJ := $(patsubst %.c,$(BUILD)/pic/%.o,$(wildcard runner/src/lib/*.c))
 SDKLIB_SYMS := runner/src/sdk/libpepsi-worker.sym
 SDKLIB_PKGS := libpq inih libcurl
 # What a program linking libpepsi-worker.a needs besides (the .pc's
@@ -114,8 +116,12 @@ $(BUILD)/pic/%.o: %.c $(wildcard runner/src/*.h runner/src/*/*.h)
 
 $(BUILD)/pic/runner/src/lib/schema.o: $(BUILD)/schema_build.h
 
-$(BUILD)/libpepsi-worker.o: $(SDKLIB_OBJ) $(SDKLIB_SYMS)
-	$(LD) -r -o $@.tmp $(SDKLIB_OBJ)
+$(BUILD)/pic/liblib.a: $(SDKLIB_LIBOBJ)
+	rm -f $@
+	$(AR) rcs $@ $^
+
+$(BUILD)/libpepsi-worker.o: $(SDKLIB_OBJ) $(BUILD)/pic/liblib.a $(SDKLIB_SYMS)
+	$(LD) -r -o $@.tmp $(SDKLIB_OBJ) $(BUILD)/pic/liblib.a
 	objcopy --keep-global-symbols=$(SDKLIB_SYMS) $@.tmp $@
 	rm -f $@.tmp
 
