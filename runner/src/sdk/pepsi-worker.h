@@ -106,7 +106,7 @@ struct pepsi_stage_def {
                                         NULL-terminated; NULL allows nothing. A section's
                                         USER_OPTIONS may narrow it, never widen it. Never a key
                                         that runs code, names a URL, carries a credential or
-                                        routes messages (conf_option_operator_only). */
+                                        routes messages (README "Who may change settings"). */
     /* Checks the section once at start; -1 with a message refuses (78). */
     int (*setup)(struct pepsi_worker *w, char *err, size_t errlen);
     /* Runs the stage on one message; fills *out (zeroed, kind ADVANCE). */

@@ -25,7 +25,7 @@ example() {
     make -C "$dir" "$@" >>"$mklog" 2>&1 || { diag "$(tail -20 "$mklog")"; return 1; }
 }
 
-ok "make install PREFIX=$prefix" \
+ok "issue 13: make install PREFIX=$prefix" \
     mk install PREFIX="$prefix" SYSCONFDIR="$E2E_DIR/etc" UNITDIR="$E2E_DIR/units"
 installed() {
     local f
@@ -50,7 +50,7 @@ nm -u "$build/libpepsi-worker.a" | grep -q __asan_ && san="-fsanitize=address,un
 
 # The shared build: out of the tree, pkg-config only.
 cp -r "$E2E_ROOT/examples/c-stage" "$E2E_DIR/dyn"
-ok "the example builds against libpepsi-worker.so with pkg-config --cflags --libs pepsi-worker" \
+ok "issue 13: the example builds against libpepsi-worker.so with pkg-config --cflags --libs pepsi-worker" \
     example "$E2E_DIR/dyn" CFLAGS="-O2 -g $san" LDFLAGS="-Wl,-rpath,$prefix/lib $san"
 ok "... linked to libpepsi-worker.so.0 (its soname), nothing from the source tree on its command line" \
     eval 'readelf -d "$E2E_DIR/dyn/count-recipients" | grep -q "NEEDED.*\[libpepsi-worker.so.0\]" &&
@@ -64,7 +64,7 @@ cp "$prefix/lib/libpepsi-worker.a" "$sprefix/lib/"
 sed "s|^prefix=.*|prefix=$sprefix|" "$prefix/lib/pkgconfig/pepsi-worker.pc" >"$sprefix/lib/pkgconfig/pepsi-worker.pc"
 cp -r "$E2E_ROOT/examples/c-stage" "$E2E_DIR/static"
 static_example() { PKG_CONFIG_PATH=$sprefix/lib/pkgconfig example "$@"; }
-ok "the example builds against libpepsi-worker.a with pkg-config --static (Libs.private complete)" \
+ok "issue 13: the example builds against libpepsi-worker.a with pkg-config --static (Libs.private complete)" \
     static_example "$E2E_DIR/static" PKG_CONFIG="pkg-config --static" CFLAGS="-O2 -g $san" LDFLAGS="$san"
 ok "... with the library inside it (no libpepsi-worker.so.0 needed)" \
     eval '[ -x "$E2E_DIR/static/count-recipients" ] &&
@@ -112,7 +112,7 @@ sql "select pepsi.workqueue_inject_batch((
      select pepsi.workqueue_inject('refused', p_state => '{\"n\": 23}')" >/dev/null
 
 ok "runner starts" start_runner "$conf"
-ok "every message went through both C stages: 13 done, 9 failed" \
+ok "issue 13: every message went through both C stages: 13 done, 9 failed" \
     wait_for "select count(*) filter (where status = 'failed') || '/' || (select count(*) from e2e_done)
                 from pepsi.workqueue where stage <> 'refused'" "9/13" 30
 is "$(sql "select string_agg(format('%s:%s/%s/%s', state->>'n', state->'dyn'->>'count',
