@@ -1,6 +1,7 @@
 # pepsi — build, test, run, bench, install.
 #
-#   make            build build/pepsi-runner and its pepsi-stage-* links
+#   make            build build/pepsi-runner and its pepsi-stage-* links, and
+#                   libpepsi-worker (.a, .so.0) for C stage programs of their own
 #   make test       fast C unit tests, no database; also replays every fuzz
 #                   corpus and regression input (runner/fuzz/) once
 #   make check      everything CI runs: unit tests, the migration chain and
@@ -15,7 +16,9 @@
 #                   runner's include directions (scripts/check-includes), status
 #                   updates only in the state machine (scripts/lint-state-machine),
 #                   array literals built only by lib/pgarray (scripts/lint-arrays)
-#   make install    PREFIX=/usr/local, DESTDIR honoured
+#   make install    PREFIX=/usr/local, DESTDIR honoured: the runner, the
+#                   schema, the configuration, the systemd units, and
+#                   libpepsi-worker with pepsi-worker.h and pepsi-worker.pc
 #   make SANITIZE=1 ...    the same with ASan and UBSan (in build-asan/)
 #   make fuzz       every libFuzzer target runner/fuzz/fuzz_NAME.c, built with
 #                   clang, ASan and UBSan in build-fuzz/, FUZZ_TIME seconds
@@ -24,6 +27,9 @@
 PREFIX   ?= /usr/local
 BINDIR   ?= $(PREFIX)/bin
 SHAREDIR ?= $(PREFIX)/share/pepsi
+LIBDIR   ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
 SYSCONFDIR ?= /etc
 UNITDIR  ?= /lib/systemd/system
 
@@ -49,6 +55,28 @@ OBJ_LIB  := $(SRC_LIB:%.c=$(BUILD)/%.o)
 OBJ_MAIN := $(SRC_MAIN:%.c=$(BUILD)/%.o)
 TESTS    := $(patsubst runner/tests/%.c,$(BUILD)/tests/%,$(wildcard runner/tests/test_*.c))
 STAGES   := pass exec discard http if edit-settings
+VERSION  := $(shell sed -n 's/^\#define PEPSI_VERSION "\(.*\)"/\1/p' runner/src/main.c)
+
+# libpepsi-worker (issue 13): the SDK (runner/src/sdk/) and the lib/ objects
+# it uses, nothing of dispatch/, ingress/, cli/ or stages/ (make lint checks:
+# scripts/check-sdklib). Built once position-independent into $(BUILD)/pic/:
+# every SDK object, linked (ld -r) with an archive of lib/'s, from which the
+# linker takes only the objects the SDK needs (today conf, conn, log,
+# overlay, pgerr, pgpass, proto, schema, util), into one relocatable object
+# whose only global symbols are those listed in
+# runner/src/sdk/libpepsi-worker.sym (the functions of the public header,
+# runner/src/sdk/pepsi-worker.h), so that neither the static nor the shared
+# library lends a stage program names such as log_msg or xmalloc.
+SDKLIB_OBJ := $(patsubst %.c,$(BUILD)/pic/%.o,$(wildcard runner/src/sdk/*.c))
+SDKLIB_LIBOBJ := $(patsubst %.c,$(BUILD)/pic/%.o,$(wildcard runner/src/lib/*.c))
+SDKLIB_SYMS := runner/src/sdk/libpepsi-worker.sym
+SDKLIB_PKGS := libpq inih libcurl
+# What a program linking libpepsi-worker.a needs besides (the .pc's
+# Libs.private): those libraries' shared forms, not their own static
+# dependencies (libpq's -lpgcommon -lpgport are not in libpq-dev).
+SDKLIB_PRIVATE = $(shell pkg-config --libs $(SDKLIB_PKGS) 2>/dev/null)
+SDKLIB_SONAME := libpepsi-worker.so.0
+SDKLIB   := $(BUILD)/libpepsi-worker.a $(BUILD)/$(SDKLIB_SONAME)
 
 # Fuzzing (issue 11): each runner/fuzz/fuzz_NAME.c is one libFuzzer target
 # with its seed corpus in runner/fuzz/corpus/NAME/ and the crash inputs it
@@ -69,7 +97,7 @@ RUNNER   := $(BUILD)/pepsi-runner
 .PHONY: all test check check-unit check-sql check-e2e run deploy revert bench lint install clean valgrind \
 	fuzz fuzz-build
 
-all: $(RUNNER) $(STAGES:%=$(BUILD)/pepsi-stage-%)
+all: $(RUNNER) $(STAGES:%=$(BUILD)/pepsi-stage-%) $(SDKLIB)
 
 # The schema this build expects: sqitch's change names and the SHA-1 of
 # each deploy script, compared with sqitch's registry at start-up (D-12).
@@ -83,6 +111,30 @@ $(BUILD)/%.o: %.c $(wildcard runner/src/*.h runner/src/*/*.h)
 
 # Only the schema check needs the manifest; a schema change rebuilds it alone.
 $(BUILD)/runner/src/lib/schema.o: $(BUILD)/schema_build.h
+
+$(BUILD)/pic/%.o: %.c $(wildcard runner/src/*.h runner/src/*/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(ALL_CFLAGS) -fPIC -c -o $@ $<
+
+$(BUILD)/pic/runner/src/lib/schema.o: $(BUILD)/schema_build.h
+
+$(BUILD)/pic/liblib.a: $(SDKLIB_LIBOBJ)
+	rm -f $@
+	$(AR) rcs $@ $^
+
+$(BUILD)/libpepsi-worker.o: $(SDKLIB_OBJ) $(BUILD)/pic/liblib.a $(SDKLIB_SYMS)
+	$(LD) -r -o $@.tmp $(SDKLIB_OBJ) $(BUILD)/pic/liblib.a
+	objcopy --keep-global-symbols=$(SDKLIB_SYMS) $@.tmp $@
+	rm -f $@.tmp
+
+$(BUILD)/libpepsi-worker.a: $(BUILD)/libpepsi-worker.o
+	rm -f $@
+	$(AR) rcs $@ $<
+
+# --no-undefined: the library names every library it needs (its NEEDED).
+$(BUILD)/$(SDKLIB_SONAME): $(BUILD)/libpepsi-worker.o
+	$(CC) -shared $(LDFLAGS) -Wl,-soname,$(SDKLIB_SONAME) -Wl,--no-undefined -o $@ $< \
+		$(shell pkg-config --libs jansson $(SDKLIB_PKGS) 2>/dev/null)
 
 $(RUNNER): $(OBJ_MAIN) $(OBJ_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
@@ -151,9 +203,9 @@ revert:
 bench: all
 	PEPSI_BUILD=$(BUILD) bench/run
 
-lint:
+lint: all
 	cppcheck --quiet --inline-suppr --error-exitcode=1 --enable=warning,portability --std=c11 \
-		--suppress=missingIncludeSystem -Irunner/src runner/src runner/tests runner/fuzz
+		--suppress=missingIncludeSystem -Irunner/src runner/src runner/tests runner/fuzz examples
 	for f in scripts/* bench/run bench/ingress .ci/run runner/tests/e2e/*.t runner/tests/e2e/*.sh; do \
 		[ -f "$$f" ] && bash -n "$$f" || exit 1; done
 	scripts/schema-manifest > /dev/null
@@ -163,6 +215,8 @@ lint:
 	scripts/check-includes --self-test
 	scripts/check-includes
 	scripts/lint-state-machine
+	scripts/check-sdklib --self-test $(BUILD)
+	scripts/check-sdklib $(BUILD)
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SHAREDIR)/deploy $(DESTDIR)$(SHAREDIR)/revert \
@@ -178,6 +232,16 @@ install: all
 	for u in pepsi-runner pepsi-ingress pepsi-maintain; do \
 		sed 's|/usr/local/bin/|$(BINDIR)/|g; s|/usr/local/share/|$(PREFIX)/share/|g' conf/$$u.service \
 			> $(DESTDIR)$(UNITDIR)/$$u.service && chmod 644 $(DESTDIR)$(UNITDIR)/$$u.service || exit 1; done
+	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR)
+	install -m 644 runner/src/sdk/pepsi-worker.h $(DESTDIR)$(INCLUDEDIR)/pepsi-worker.h
+	install -m 644 $(BUILD)/libpepsi-worker.a $(DESTDIR)$(LIBDIR)/libpepsi-worker.a
+	install -m 755 $(BUILD)/$(SDKLIB_SONAME) $(DESTDIR)$(LIBDIR)/$(SDKLIB_SONAME)
+	ln -sf $(SDKLIB_SONAME) $(DESTDIR)$(LIBDIR)/libpepsi-worker.so
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(patsubst $(PREFIX)/%,$${prefix}/%,$(LIBDIR))|' \
+		-e 's|@INCLUDEDIR@|$(patsubst $(PREFIX)/%,$${prefix}/%,$(INCLUDEDIR))|' \
+		-e 's|@VERSION@|$(VERSION)|' -e 's|@PRIVATE@|$(SDKLIB_PRIVATE)|' \
+		runner/src/sdk/pepsi-worker.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/pepsi-worker.pc
+	chmod 644 $(DESTDIR)$(PKGCONFIGDIR)/pepsi-worker.pc
 
 clean:
 	rm -rf build build-asan $(FUZZ_BUILD)

@@ -1,4 +1,5 @@
-/* sdk/sdk.c — see sdk.h. */
+/* sdk/sdk.c — see sdk_internal.h (the core) and pepsi-worker.h (the
+ * accessors, the outcome's reason, the stage's log lines). */
 #include "sdk/sdk.h"
 #include "sdk/sdk_internal.h"
 
@@ -30,6 +31,28 @@ void pepsi_outcome_reason(struct pepsi_outcome *out, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(out->reason, sizeof out->reason, fmt, ap);
     va_end(ap);
+}
+
+/* The public levels are lib/log.h's, in the same order. */
+_Static_assert((int)PEPSI_LOG_ERROR == (int)PLOG_ERROR && (int)PEPSI_LOG_WARNING == (int)PLOG_WARNING &&
+                   (int)PEPSI_LOG_NOTICE == (int)PLOG_NOTICE && (int)PEPSI_LOG_INFO == (int)PLOG_INFO &&
+                   (int)PEPSI_LOG_DEBUG == (int)PLOG_DEBUG,
+               "pepsi_log_level follows log_level");
+
+int pepsi_worker_api_version(void) { return PEPSI_WORKER_API_VERSION; }
+
+void pepsi_log(const struct pepsi_worker *w, enum pepsi_log_level level, const char *fmt, ...)
+{
+    char text[1536];
+    va_list ap;
+    if ((unsigned)level > (unsigned)PEPSI_LOG_DEBUG)
+        level = PEPSI_LOG_ERROR;
+    if (!log_enabled((enum log_level)level))
+        return;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    log_msg((enum log_level)level, w && w->stage ? w->stage : "worker", "%s", text);
 }
 
 /* ---- statements ---- */

@@ -3,9 +3,12 @@
  * configuration, connection and prepared statements, stdin buffer,
  * loading a message, answering the dispatcher.
  * The SDK is layered, each file using only those before it, so that it has
- * no cycle (issue 13):
+ * no cycle (issue 13; `make lint` checks, scripts/check-sdklib):
  *   sdk.c (this header)  <- options.c (options.h) <- chain.c (chain.h)
  *     <- commit.c (commit.h) <- batch.c (batch.h) <- worker.c (the process)
+ *     <- args.c (a stage program's command line)
+ * The public API is sdk/pepsi-worker.h (installed with libpepsi-worker);
+ * sdk/sdk.h adds what only the runner's own stages and commands use.
  * Owns: struct sdk_core, struct pepsi_worker. Uses: sdk/sdk.h, lib/ (conf,
  * conn, overlay, pgerr, proto, schema, log, util), libpq, jansson. */
 #ifndef PEPSI_SDK_SDK_INTERNAL_H
@@ -15,6 +18,7 @@
 
 #include "lib/proto.h"
 
+#include <libpq-fe.h>
 #include <sys/types.h>
 
 /* What one worker process has once: configuration, connection, stdin. */

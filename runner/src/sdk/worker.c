@@ -249,6 +249,10 @@ int pepsi_worker_main(const struct pepsi_stage_def *def, const char *config_path
 {
     struct sdk_core core;
     struct pepsi_worker w;
+    if (def == NULL || def->program == NULL || def->run == NULL) {
+        log_error("worker", "pepsi_worker_main: the stage definition has no program name or no run function");
+        return 1;
+    }
     memset(&core, 0, sizeof core);
     memset(&w, 0, sizeof w);
     w.def = def;
