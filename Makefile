@@ -11,8 +11,10 @@
 #                   the packages it needs first (scripts/deps)
 #   make bench      benchmarks, one JSON object per line
 #   make deploy / revert   sqitch against the local cluster of `make run`
-#   make lint       cppcheck, shell syntax, generated files up to date, the
-#                   runner's include directions (scripts/check-includes)
+#   make lint       cppcheck, shell syntax, generated files up to date (the
+#                   schema manifest; deploy/config_keys.sql from the runner's
+#                   key table: scripts/check-conf-keys), the runner's include
+#                   directions (scripts/check-includes)
 #   make install    PREFIX=/usr/local, DESTDIR honoured
 #   make SANITIZE=1 ...    the same with ASan and UBSan (in build-asan/)
 #   make fuzz       every libFuzzer target runner/fuzz/fuzz_NAME.c, built with
@@ -148,7 +150,7 @@ revert:
 bench: all
 	PEPSI_BUILD=$(BUILD) bench/run
 
-lint:
+lint: $(RUNNER)
 	cppcheck --quiet --inline-suppr --error-exitcode=1 --enable=warning,portability --std=c11 \
 		--suppress=missingIncludeSystem -Irunner/src runner/src runner/tests runner/fuzz
 	for f in scripts/* bench/run bench/ingress .ci/run runner/tests/e2e/*.t runner/tests/e2e/*.sh; do \
@@ -157,6 +159,7 @@ lint:
 	scripts/lint-once
 	scripts/check-includes --self-test
 	scripts/check-includes
+	scripts/check-conf-keys $(RUNNER)
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SHAREDIR)/deploy $(DESTDIR)$(SHAREDIR)/revert \

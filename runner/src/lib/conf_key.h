@@ -2,7 +2,7 @@
  * a row says about a key (its section, name, type, range, default, flags,
  * one line of documentation). The table itself is keys[] in lib/conf.c; it
  * is published to SQL as pepsi.config_key (deploy/config_keys.sql, written
- * by `pepsi-runner conf-keys --sql` and kept equal by `make lint`).
+ * by `pepsi-runner conf-keys sql` and kept equal by `make lint`).
  * Owns: the row type, its names and the lookups on the table
  * (lib/conf_names.c). Uses: lib/conf (struct conf_kv), libcurl's URL parser. */
 #ifndef PEPSI_LIB_CONF_KEY_H
