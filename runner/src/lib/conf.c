@@ -1,11 +1,19 @@
 /* lib/conf.c — pepsi.conf: reading, defaults and validation.
  *
- * This file is the inih callbacks (a line reader and a key handler), the
- * checks across keys, the database overlay, and keys[]: the one table of
- * every key the runner knows with its type, range, default (as text,
- * applied through the same converter as the file), flags, field and one
- * line of documentation. conf/pepsi.conf documents the same keys in the
- * same order; deploy/config_keys.sql is generated from it.
+ * This file is keys[], the one table of every key the runner knows with
+ * its type, range, default (as text, applied through the same converter as
+ * the file), flags, field and one line of documentation, and the inih
+ * callbacks (a line reader and a key handler) that load a file with it.
+ * conf/pepsi.conf documents the same keys in the same order;
+ * deploy/config_keys.sql and README's table are generated from it. The
+ * rest of the parser, one concern each (issue 13):
+ *   lib/conf_value.c    typed converters: a value into the field its row says
+ *   lib/conf_names.c    what the table says about a name: typos,
+ *                       operator-only, credentials
+ *   lib/conf_check.c    checks after the whole file: stage references,
+ *                       USER_OPTIONS, connection strings, secrets
+ *   lib/conf_overlay.c  the database overlay (D-117) over [stage-*]
+ *   lib/conf_parse.h    the parse state they share
  *
  * The file is INI, parsed with inih through our own line reader, which
  *   - counts lines, so every error names the line of the key or section;
@@ -29,13 +37,13 @@
  *   "FILE:LINE: section [SECTION]: message", "FILE:LINE: message" or
  *   "FILE: message".
  * Secrets (issue 11): a file whose own keys hold a secret (see
- * secret_in_file()) is refused with CONF_INSECURE when users other than its
+ * lib/conf_check.c) is refused with CONF_INSECURE when users other than its
  * owner and group may access it, as ssh and libpq refuse such files. */
 #include "lib/conf.h"
 
 #include "lib/conf_key.h"
+#include "lib/conf_parse.h"
 #include "lib/conf_value.h"
-#include "lib/pgpass.h"
 
 #include <errno.h>
 #include <ini.h>
@@ -46,7 +54,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#define SECTION_TEXT_MAX 96         /* of a section name kept for messages */
 #define KEY_MAX 256                 /* longer keys cannot come from inih */
 
 #define CONF_AT(f) offsetof(struct conf, f)
@@ -160,10 +167,17 @@ static const struct conf_key keys[] = {
 
 #define N_KEYS (sizeof(keys) / sizeof(keys[0]))
 
+_Static_assert(N_KEYS <= CONF_KEY_ROWS, "CONF_KEY_ROWS (lib/conf_parse.h) holds every row");
+
 const struct conf_key *conf_keys(size_t *n)
 {
     *n = N_KEYS;
     return keys;
+}
+
+size_t conf_key_index(const struct conf_key *k)
+{
+    return (size_t)(k - keys);
 }
 
 struct section_def {
@@ -202,31 +216,6 @@ const char *conf_type_name(enum conf_type t)
     return (size_t)t < sizeof names / sizeof names[0] ? names[t] : "";
 }
 
-/* Where overlay rows come from, in messages; their "line" is -1. */
-#define OVERLAY_NAME "pepsi.config_override"
-
-/* The state of one parse. Lines seen per key (0: not yet) find repeated
- * keys and name the line of NEXT and BOUNCE_STAGE in late checks. */
-struct parser {
-    struct conf *c;
-    const char *name;               /* FILE in messages */
-    char *err;
-    size_t errlen;
-    bool failed;
-    int err_line;
-    bool oom;
-    const char *pos, *end;          /* the text not yet read */
-    int lineno;                     /* of the last line handed to inih */
-    enum conf_sect kind;            /* of the current section */
-    size_t stage;                   /* the current stage, CS_STAGE */
-    char section[SECTION_TEXT_MAX]; /* its name, for messages */
-    int section_line[CS_COUNT];     /* header lines of the fixed sections */
-    int key_line[N_KEYS];           /* keys of the fixed sections */
-    int (*stage_key_line)[N_KEYS];  /* keys of each stage, like c->stages */
-    size_t stages_cap;
-    const struct stat *st;          /* the file's status, NULL for a string */
-    bool insecure;                  /* refused for its permissions: CONF_INSECURE */
-};
 
 /* ---- errors ---- */
 
@@ -247,10 +236,10 @@ static void set_error_v(struct parser *p, int line, const char *fmt, va_list ap)
 }
 
 /* Records an error unless an earlier one was recorded: the first one wins. */
-static void fail(struct parser *p, int line, const char *fmt, ...)
+void parser_fail(struct parser *p, int line, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-static void fail(struct parser *p, int line, const char *fmt, ...)
+void parser_fail(struct parser *p, int line, const char *fmt, ...)
 {
     if (p->failed)
         return;
@@ -272,10 +261,10 @@ static void fail_over(struct parser *p, int line, const char *fmt, ...)
     va_end(ap);
 }
 
-static void fail_oom(struct parser *p)
+void parser_fail_oom(struct parser *p)
 {
     p->oom = true;
-    fail(p, 0, "out of memory");
+    parser_fail(p, 0, "out of memory");
 }
 
 const char *conf_default_path(void)
@@ -294,11 +283,11 @@ static int apply_defaults(struct parser *p, enum conf_sect kind, void *base)
             continue;
         int rc = conf_value_store(&keys[i], base, keys[i].def, why, sizeof(why));
         if (rc == -2) {
-            fail_oom(p);
+            parser_fail_oom(p);
             return -1;
         }
         if (rc < 0) {
-            fail(p, 0, "internal error: default of %s: %s", keys[i].name, why);
+            parser_fail(p, 0, "internal error: default of %s: %s", keys[i].name, why);
             return -1;
         }
     }
@@ -307,7 +296,7 @@ static int apply_defaults(struct parser *p, enum conf_sect kind, void *base)
 
 /* ---- sections ---- */
 
-static struct stage_conf *cur_stage(struct parser *p)
+struct stage_conf *parser_stage(struct parser *p)
 {
     return &p->c->stages[p->stage];
 }
@@ -322,7 +311,7 @@ static int grow_stages(struct parser *p)
     if (!s)
         return -1;
     c->stages = s;
-    int(*lines)[N_KEYS] = realloc(p->stage_key_line, cap * sizeof(*lines));
+    int(*lines)[CONF_KEY_ROWS] = realloc(p->stage_key_line, cap * sizeof(*lines));
     if (!lines)
         return -1;
     p->stage_key_line = lines;
@@ -330,16 +319,16 @@ static int grow_stages(struct parser *p)
     return 0;
 }
 
-static int begin_stage(struct parser *p, const char *name)
+int parser_begin_stage(struct parser *p, const char *name)
 {
     const struct stage_conf *dup = conf_stage(p->c, name);
     if (dup) {
-        fail(p, p->lineno, "section [stage-%s]: appears twice (first on line %d)", name,
+        parser_fail(p, p->lineno, "section [stage-%s]: appears twice (first on line %d)", name,
              dup->line);
         return -1;
     }
     if (grow_stages(p) < 0) {
-        fail_oom(p);
+        parser_fail_oom(p);
         return -1;
     }
     struct stage_conf *s = &p->c->stages[p->c->n_stages];
@@ -348,7 +337,7 @@ static int begin_stage(struct parser *p, const char *name)
     p->stage = p->c->n_stages++;
     s->line = p->lineno;
     if (!(s->name = strdup(name))) {
-        fail_oom(p);
+        parser_fail_oom(p);
         return -1;
     }
     return apply_defaults(p, CS_STAGE, s);
@@ -357,7 +346,7 @@ static int begin_stage(struct parser *p, const char *name)
 static int begin_fixed(struct parser *p, enum conf_sect kind)
 {
     if (p->section_line[kind]) {
-        fail(p, p->lineno, "section [%s]: appears twice (first on line %d)", p->section,
+        parser_fail(p, p->lineno, "section [%s]: appears twice (first on line %d)", p->section,
              p->section_line[kind]);
         return -1;
     }
@@ -377,14 +366,14 @@ static int begin_section(struct parser *p, const char *name)
     }
     if (strncmp(name, "stage-", 6) == 0) {
         if (!conf_stage_name_ok(name + 6)) {
-            fail(p, p->lineno, "section [%s]: invalid stage name \"%s\": %s", name, name + 6,
+            parser_fail(p, p->lineno, "section [%s]: invalid stage name \"%s\": %s", name, name + 6,
                  conf_expect_stage);
             return -1;
         }
         p->kind = CS_STAGE;
-        return begin_stage(p, name + 6);
+        return parser_begin_stage(p, name + 6);
     }
-    fail(p, p->lineno,
+    parser_fail(p, p->lineno,
          "section [%s]: unknown section (expected [pepsi], [pepsi-postgres], "
          "[pepsi-dispatch], [pepsi-ingress], [pepsi-beanstalk] or [stage-NAME])",
          name);
@@ -409,19 +398,19 @@ static int section_line(struct parser *p, const char *line, size_t len)
 {
     size_t close = section_close(line, len);
     if (close >= len) {
-        fail(p, p->lineno, "section header without a closing ']'");
+        parser_fail(p, p->lineno, "section header without a closing ']'");
         return -1;
     }
     size_t rest = close + 1;
     while (rest < len && (line[rest] == ' ' || line[rest] == '\t'))
         rest++;
     if (rest < len && line[rest] != ';' && line[rest] != '#') {
-        fail(p, p->lineno, "unexpected text after the section header");
+        parser_fail(p, p->lineno, "unexpected text after the section header");
         return -1;
     }
     char *name = strndup(line + 1, close - 1);
     if (!name) {
-        fail_oom(p);
+        parser_fail_oom(p);
         return -1;
     }
     int rc = begin_section(p, name);
@@ -467,11 +456,11 @@ static char *reader_cb(char *str, int num, void *stream)
     if (!line)
         return NULL;
     if (memchr(line, '\0', len)) {
-        fail(p, p->lineno, "line contains a NUL byte");
+        parser_fail(p, p->lineno, "line contains a NUL byte");
         return NULL;
     }
     if (num < 3 || len > (size_t)num - 3) {
-        fail(p, p->lineno, "line is longer than %d characters", num < 3 ? 0 : num - 3);
+        parser_fail(p, p->lineno, "line is longer than %d characters", num < 3 ? 0 : num - 3);
         return NULL;
     }
     if (len > 0 && line[0] == '[' && section_line(p, line, len) < 0)
@@ -484,19 +473,19 @@ static char *reader_cb(char *str, int num, void *stream)
 
 /* ---- keys ---- */
 
-static int kv_add(struct parser *p, struct conf_kv **kv, size_t *n, const char *key,
+int parser_kv_add(struct parser *p, struct conf_kv **kv, size_t *n, const char *key,
                   const char *value)
 {
     for (size_t i = 0; i < *n; i++) {
         if (strcmp((*kv)[i].key, key) == 0) {
-            fail(p, p->lineno, "key \"%s\" in [%s]: appears twice (first on line %d)", key,
+            parser_fail(p, p->lineno, "key \"%s\" in [%s]: appears twice (first on line %d)", key,
                  p->section, (*kv)[i].line);
             return -1;
         }
     }
     struct conf_kv *grown = realloc(*kv, (*n + 1) * sizeof(**kv));
     if (!grown) {
-        fail_oom(p);
+        parser_fail_oom(p);
         return -1;
     }
     *kv = grown;
@@ -506,7 +495,7 @@ static int kv_add(struct parser *p, struct conf_kv **kv, size_t *n, const char *
     e->line = p->lineno;
     (*n)++;
     if (!e->key || !e->value) {
-        fail_oom(p);
+        parser_fail_oom(p);
         return -1;
     }
     return 0;
@@ -517,18 +506,18 @@ static int known_key(struct parser *p, const struct conf_key *k, const char *val
     int *seen = k->sect == CS_STAGE ? &p->stage_key_line[p->stage][k - keys]
                                     : &p->key_line[k - keys];
     if (*seen) {
-        fail(p, p->lineno, "key \"%s\" in [%s]: appears twice (first on line %d)", k->name,
+        parser_fail(p, p->lineno, "key \"%s\" in [%s]: appears twice (first on line %d)", k->name,
              p->section, *seen);
         return -1;
     }
     *seen = p->lineno;
-    void *base = k->sect == CS_STAGE ? (void *)cur_stage(p) : (void *)p->c;
+    void *base = k->sect == CS_STAGE ? (void *)parser_stage(p) : (void *)p->c;
     char why[320];
     int rc = conf_value_store(k, base, value, why, sizeof(why));
     if (rc == -2)
-        fail_oom(p);
+        parser_fail_oom(p);
     else if (rc < 0)
-        fail(p, p->lineno, "key \"%s\" in [%s]: %s", k->name, p->section, why);
+        parser_fail(p, p->lineno, "key \"%s\" in [%s]: %s", k->name, p->section, why);
     return rc < 0 ? -1 : 0;
 }
 
@@ -536,14 +525,14 @@ static int unknown_key(struct parser *p, const char *name, const char *value)
 {
     const char *typo = conf_key_typo(p->kind, name);
     if (p->kind == CS_STAGE && !typo) {
-        struct stage_conf *s = cur_stage(p);
-        return kv_add(p, &s->own, &s->n_own, name, value);
+        struct stage_conf *s = parser_stage(p);
+        return parser_kv_add(p, &s->own, &s->n_own, name, value);
     }
     if (typo)
-        fail(p, p->lineno, "unknown key \"%s\" in [%s] (did you mean %s?)", name, p->section,
+        parser_fail(p, p->lineno, "unknown key \"%s\" in [%s] (did you mean %s?)", name, p->section,
              typo);
     else
-        fail(p, p->lineno, "unknown key \"%s\" in [%s]", name, p->section);
+        parser_fail(p, p->lineno, "unknown key \"%s\" in [%s]", name, p->section);
     return -1;
 }
 
@@ -555,7 +544,7 @@ static void bad_key_name(struct parser *p, const char *name)
         upper[i] = name[i] >= 'a' && name[i] <= 'z' ? (char)(name[i] - 'a' + 'A') : name[i];
     upper[i] = '\0';
     const struct conf_key *k = conf_key_find(p->kind, upper);
-    fail(p, p->lineno,
+    parser_fail(p, p->lineno,
          "key \"%s\" in [%s]: keys are upper case (A-Z, 0-9, '_', starting with a letter)%s%s%s",
          name, p->section, k ? " (did you mean " : "", k ? k->name : "", k ? "?)" : "");
 }
@@ -567,11 +556,11 @@ static int handler_cb(void *user, const char *section, const char *name, const c
     if (p->failed)
         return 0;
     if (p->kind == CS_NONE) {
-        fail(p, p->lineno, "key \"%s\": outside any section", name);
+        parser_fail(p, p->lineno, "key \"%s\": outside any section", name);
         return 0;
     }
     if (*name == '\0') {
-        fail(p, p->lineno, "a value without a key in [%s]", p->section);
+        parser_fail(p, p->lineno, "a value without a key in [%s]", p->section);
         return 0;
     }
     if (!conf_key_name_ok(name)) {
@@ -579,273 +568,11 @@ static int handler_cb(void *user, const char *section, const char *name, const c
         return 0;
     }
     if (p->kind == CS_INGRESS)
-        return kv_add(p, &p->c->ingress, &p->c->n_ingress, name, value) == 0;
+        return parser_kv_add(p, &p->c->ingress, &p->c->n_ingress, name, value) == 0;
     if (p->kind == CS_BEANSTALK)
-        return kv_add(p, &p->c->beanstalk, &p->c->n_beanstalk, name, value) == 0;
+        return parser_kv_add(p, &p->c->beanstalk, &p->c->n_beanstalk, name, value) == 0;
     const struct conf_key *k = conf_key_find(p->kind, name);
     return (k ? known_key(p, k, value) : unknown_key(p, name, value)) == 0;
-}
-
-/* ---- checks after the whole file ---- */
-
-static size_t key_index(const char *name)
-{
-    return (size_t)(conf_key_find(CS_STAGE, name) - keys);
-}
-
-/* A NEXT or BOUNCE_STAGE naming a stage without a section. */
-static void check_stage_ref(struct parser *p, size_t i, const char *key, const char *target)
-{
-    if (!target || conf_stage(p->c, target))
-        return;
-    fail(p, p->stage_key_line[i][key_index(key)], "key \"%s\" in [stage-%s]: no section [stage-%s]",
-         key, p->c->stages[i].name, target);
-}
-
-/* USER_OPTIONS: option names an end user may set per address; none may
- * be operator-only (issue 11). */
-static void check_user_options(struct parser *p, size_t i)
-{
-    const struct stage_conf *s = &p->c->stages[i];
-    char name[KEY_MAX];
-    for (const char *at = s->user_options; at && *at;) {
-        size_t n = conf_list_next(&at, name, sizeof name);
-        if (n == 0)
-            break;
-        const char *why = n >= sizeof name || !conf_key_name_ok(name) ? "is not an option name"
-                          : conf_option_operator_only(name)
-                              ? "is operator-only: it runs code, names a URL, carries a credential or routes messages"
-                              : NULL;
-        if (why) {
-            fail(p, p->stage_key_line[i][key_index("USER_OPTIONS")], "key \"USER_OPTIONS\" in [stage-%s]: \"%s\" %s",
-                 s->name, name, why);
-            return;
-        }
-    }
-}
-
-static void check_stages(struct parser *p)
-{
-    for (size_t i = 0; i < p->c->n_stages && !p->failed; i++) {
-        const struct stage_conf *s = &p->c->stages[i];
-        if (!s->program) {
-            fail(p, s->line, "section [stage-%s]: PROGRAM is required", s->name);
-            return;
-        }
-        bool next_first = p->stage_key_line[i][key_index("NEXT")]
-                          < p->stage_key_line[i][key_index("BOUNCE_STAGE")];
-        check_stage_ref(p, i, next_first ? "NEXT" : "BOUNCE_STAGE",
-                        next_first ? s->next : s->bounce_stage);
-        check_stage_ref(p, i, next_first ? "BOUNCE_STAGE" : "NEXT",
-                        next_first ? s->bounce_stage : s->next);
-        check_user_options(p, i);
-    }
-}
-
-/* ---- connection strings and secrets (issue 11) ---- */
-
-static int postgres_key_line(struct parser *p, const char *name)
-{
-    const struct conf_key *k = conf_key_find(CS_POSTGRES, name);
-    return k ? p->key_line[k - keys] : 0;
-}
-
-/* CONNINFO must parse; WORKER_CONNINFO must parse and hold no password, as
- * it goes into every worker's environment. */
-static void check_postgres(struct parser *p)
-{
-    char why[256];
-    if (conninfo_has_password(p->c->conninfo, why, sizeof why) < 0)
-        fail(p, postgres_key_line(p, "CONNINFO"), "key \"CONNINFO\" in [pepsi-postgres]: %s", why);
-    if (p->c->worker_conninfo == NULL)
-        return;
-    int has = conninfo_has_password(p->c->worker_conninfo, why, sizeof why);
-    int line = postgres_key_line(p, "WORKER_CONNINFO");
-    if (has < 0)
-        fail(p, line, "key \"WORKER_CONNINFO\" in [pepsi-postgres]: %s", why);
-    else if (has > 0)
-        fail(p, line, "key \"WORKER_CONNINFO\" in [pepsi-postgres]: holds a password (password= or "
-             "sslpassword=), and this string goes into every worker's environment; leave the password "
-             "out and let workers find it the way libpq does (a passfile: passfile= or PGPASSFILE; or "
-             "a service: service=)");
-}
-
-/* Whether the file's own keys hold a secret: a password in CONNINFO, or
- * a key of [pepsi-ingress], [pepsi-beanstalk] or a stage section named
- * like a credential or holding a URL with a password. Says which in what
- * and where in *line. */
-static bool secret_in_file(struct parser *p, int *line, char *what, size_t cap)
-{
-    const struct conf *c = p->c;
-    const struct conf_kv *kv;
-    if (conninfo_has_password(c->conninfo, NULL, 0) > 0) {
-        *line = postgres_key_line(p, "CONNINFO");
-        snprintf(what, cap, "key \"CONNINFO\" in [pepsi-postgres] holds a password");
-        return true;
-    }
-    const char *sect = NULL;
-    if ((kv = conf_kv_secret(c->ingress, c->n_ingress)) != NULL)
-        sect = "pepsi-ingress";
-    else if ((kv = conf_kv_secret(c->beanstalk, c->n_beanstalk)) != NULL)
-        sect = "pepsi-beanstalk";
-    for (size_t i = 0; kv == NULL && i < c->n_stages; i++)
-        if ((kv = conf_kv_secret(c->stages[i].own, c->stages[i].n_own)) != NULL)
-            snprintf(what, cap, "key \"%s\" in [stage-%s] holds a secret", kv->key, c->stages[i].name);
-    if (kv == NULL)
-        return false;
-    if (sect)
-        snprintf(what, cap, "key \"%s\" in [%s] holds a secret", kv->key, sect);
-    *line = kv->line;
-    return true;
-}
-
-/* A file holding a secret must not be open to other users (issue 11). */
-static void check_secrets(struct parser *p)
-{
-    char what[256];
-    int line = 0;
-    if (p->failed || p->st == NULL || (p->st->st_mode & S_IRWXO) == 0)
-        return;
-    if (!secret_in_file(p, &line, what, sizeof what))
-        return;
-    fail(p, line, "%s, and users other than the file's owner and group may read it (mode %04o); "
-         "refusing it, as ssh and libpq do with such files: run chmod o-rwx %s",
-         what, (unsigned)(p->st->st_mode & 07777), p->name);
-    p->insecure = true;
-}
-
-/* ---- the database overlay (D-117) ---- */
-
-static void remove_stage(struct parser *p, size_t i)
-{
-    struct conf *c = p->c;
-    struct stage_conf *s = &c->stages[i];
-    free(s->name);
-    free(s->program);
-    free(s->bounce_stage);
-    free(s->next);
-    free(s->user_options);
-    for (size_t k = 0; k < s->n_own; k++) {
-        free(s->own[k].key);
-        free(s->own[k].value);
-    }
-    free(s->own);
-    memmove(&c->stages[i], &c->stages[i + 1], (c->n_stages - i - 1) * sizeof c->stages[0]);
-    memmove(&p->stage_key_line[i], &p->stage_key_line[i + 1],
-            (c->n_stages - i - 1) * sizeof p->stage_key_line[0]);
-    c->n_stages--;
-}
-
-/* Removes an own key of the current stage, if it has it. */
-static void own_unset(struct stage_conf *s, const char *key)
-{
-    for (size_t k = 0; k < s->n_own; k++) {
-        if (strcmp(s->own[k].key, key) != 0)
-            continue;
-        free(s->own[k].key);
-        free(s->own[k].value);
-        memmove(&s->own[k], &s->own[k + 1], (s->n_own - k - 1) * sizeof s->own[0]);
-        s->n_own--;
-        return;
-    }
-}
-
-/* Sets (or replaces) an own key of the current stage. */
-static int own_set(struct parser *p, struct stage_conf *s, const char *key, const char *value)
-{
-    own_unset(s, key);
-    p->lineno = -1;
-    return kv_add(p, &s->own, &s->n_own, key, value);
-}
-
-/* A common key back to its default (PROGRAM has none: the section then
- * fails the PROGRAM check). */
-static int common_unset(struct parser *p, const struct conf_key *k, struct stage_conf *s)
-{
-    char why[256];
-    if (k->def == NULL) {
-        char **field = (char **)(void *)((char *)s + k->off);
-        free(*field);
-        *field = NULL;
-        return 0;
-    }
-    int rc = conf_value_store(k, s, k->def, why, sizeof why);
-    if (rc == -2)
-        fail_oom(p);
-    return rc < 0 ? -1 : 0;
-}
-
-static int common_set(struct parser *p, const struct conf_key *k, struct stage_conf *s,
-                      const char *value)
-{
-    char why[320];
-    p->stage_key_line[p->stage][k - keys] = -1;
-    int rc = conf_value_store(k, s, value, why, sizeof why);
-    if (rc == -2)
-        fail_oom(p);
-    else if (rc < 0)
-        fail(p, -1, "key \"%s\" in [%s]: %s", k->name, p->section, why);
-    return rc < 0 ? -1 : 0;
-}
-
-/* Finds or creates the stage of an overlay row and makes it current. */
-static struct stage_conf *overlay_stage(struct parser *p, const char *name)
-{
-    p->kind = CS_STAGE;
-    snprintf(p->section, sizeof p->section, "stage-%s", name);
-    for (size_t i = 0; i < p->c->n_stages; i++) {
-        if (strcmp(p->c->stages[i].name, name) == 0) {
-            p->stage = i;
-            return &p->c->stages[i];
-        }
-    }
-    p->lineno = -1;
-    return begin_stage(p, name) == 0 ? cur_stage(p) : NULL;
-}
-
-static int overlay_row(struct parser *p, const struct conf_override *o)
-{
-    if (!o->section || strncmp(o->section, "stage-", 6) != 0 || !conf_stage_name_ok(o->section + 6)) {
-        fail(p, -1, "section [%s]: only [stage-NAME] sections can be overridden",
-             o->section ? o->section : "");
-        return -1;
-    }
-    const char *name = o->section + 6;
-    if (o->key && strcmp(o->key, "*") == 0 && o->value == NULL) {
-        for (size_t i = 0; i < p->c->n_stages; i++)
-            if (strcmp(p->c->stages[i].name, name) == 0) {
-                remove_stage(p, i);
-                break;
-            }
-        return 0;
-    }
-    if (!o->key || !conf_key_name_ok(o->key)) {
-        fail(p, -1, "key \"%s\" in [%s]: keys are upper case (A-Z, 0-9, '_', starting with a letter)",
-             o->key ? o->key : "", o->section);
-        return -1;
-    }
-    struct stage_conf *s = overlay_stage(p, name);
-    if (s == NULL)
-        return -1;
-    const struct conf_key *k = conf_key_find(CS_STAGE, o->key);
-    if (k)
-        return o->value ? common_set(p, k, s, o->value) : common_unset(p, k, s);
-    const char *typo = conf_key_typo(CS_STAGE, o->key);
-    if (typo) {
-        fail(p, -1, "unknown key \"%s\" in [%s] (did you mean %s?)", o->key, p->section, typo);
-        return -1;
-    }
-    if (o->value == NULL) {
-        own_unset(s, o->key);
-        return 0;
-    }
-    return own_set(p, s, o->key, o->value);
-}
-
-static void apply_overlay(struct parser *p, const struct conf_override *rows, size_t n)
-{
-    for (size_t i = 0; i < n && !p->failed; i++)
-        overlay_row(p, &rows[i]);
 }
 
 /* inih's own error at line: a line that is neither a section, a comment
@@ -898,18 +625,18 @@ static int parse_text(const char *text, size_t len, const char *name, const stru
         .st = st,
     };
     if (!(out->path = strdup(name)))
-        fail_oom(&p);
+        parser_fail_oom(&p);
     else if (apply_defaults(&p, CS_PEPSI, out) == 0 && apply_defaults(&p, CS_POSTGRES, out) == 0
              && apply_defaults(&p, CS_DISPATCH, out) == 0) {
         int rc = ini_parse_stream(reader_cb, &p, handler_cb, &p);
         if (rc == -2)
-            fail_oom(&p);
+            parser_fail_oom(&p);
         else if (rc > 0 && (!p.failed || rc < p.err_line))
             syntax_error(&p, rc);
-        check_postgres(&p);
-        check_secrets(&p);
-        apply_overlay(&p, rows, n_rows);
-        check_stages(&p);
+        conf_check_postgres(&p);
+        conf_check_secrets(&p);
+        conf_apply_overlay(&p, rows, n_rows);
+        conf_check_stages(&p);
     }
     free(p.stage_key_line);
     if (!p.failed)
@@ -1027,4 +754,5 @@ const char *conf_stage_own(const struct stage_conf *s, const char *key)
             return s->own[i].value;
     return NULL;
 }
+
 
