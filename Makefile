@@ -15,7 +15,9 @@
 #   make lint       cppcheck, shell syntax, generated files up to date, the
 #                   runner's include directions (scripts/check-includes), status
 #                   updates only in the state machine (scripts/lint-state-machine),
-#                   array literals built only by lib/pgarray (scripts/lint-arrays)
+#                   array literals built only by lib/pgarray (scripts/lint-arrays),
+#                   deploy/config_keys.sql and the README's key table from the
+#                   runner's key table (scripts/check-conf-keys)
 #   make install    PREFIX=/usr/local, DESTDIR honoured: the runner, the
 #                   schema, the configuration, the systemd units, and
 #                   libpepsi-worker with pepsi-worker.h and pepsi-worker.pc
@@ -217,6 +219,7 @@ lint: all
 	scripts/lint-state-machine
 	scripts/check-sdklib --self-test $(BUILD)
 	scripts/check-sdklib $(BUILD)
+	scripts/check-conf-keys $(RUNNER)
 
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SHAREDIR)/deploy $(DESTDIR)$(SHAREDIR)/revert \

@@ -37,25 +37,6 @@ create table pepsi.settings (
 comment on table pepsi.settings is
     'Per-address overrides of [stage-*] options (D-122); written with settings_set/settings_delete, read by workers with the message (D-123).';
 
-create function pepsi.settings_option_operator_only(p_option text)
-returns boolean
-language sql immutable parallel safe
-set search_path = pg_catalog, pg_temp
-as $$
--- Whether an option may only ever be set by an operator, never by an end
--- user's settings control message (issue 11): options that run code, name
--- a URL, carry a credential, route messages or size the worker pools. The
--- stage's own allow-list (USER_OPTIONS, checked by the worker) comes
--- first; this is the backstop that holds even for a worker that skipped
--- it. runner/src/lib/conf.c (conf_option_operator_only) keeps the same rule
--- for USER_OPTIONS; pgtap/17 and test_conf check both on the same names.
-    select p_option is null
-        or p_option in ('PROGRAM', 'NEXT', 'BOUNCE_STAGE', 'THEN', 'ELSE', 'FUSION', 'USER_OPTIONS',
-                        'PARALLELISM', 'QUEUE_LIMIT', 'MAX_MESSAGES', 'WORKER_IDLE_TIMEOUT',
-                        'MAX_RUNTIME', 'PASS_CONNINFO')
-        or p_option ~ '(COMMAND|CONDITION|URL|SECRET|PASSWORD|PASSWD|TOKEN|AUTH|CREDENTIAL|KEY|CONNINFO|SCRIPT|EXEC|PROGRAM|STAGE|HOST)'
-$$;
-
 create function pepsi.settings_put(p_address text, p_stage text, p_option text, p_value text, p_by text)
 returns void
 language plpgsql
@@ -162,7 +143,6 @@ $$;
 create index settings_address_idx on pepsi.settings (address);
 
 revoke all on function pepsi.address_key(text) from public;
-revoke all on function pepsi.settings_option_operator_only(text) from public;
 revoke all on function pepsi.settings_put(text, text, text, text, text) from public;
 revoke all on function pepsi.settings_set(text, text, text, text) from public;
 revoke all on function pepsi.settings_delete(text, text, text) from public;

@@ -126,6 +126,7 @@ insert into rel_doc values
     ('stage_stats',            '{pepsi_reader}'),
     ('dispatch_stats',         '{pepsi_reader}'),
     ('config_override',        '{pepsi_reader}'),
+    ('config_key',             '{pepsi_reader}'),
     ('settings',               '{pepsi_reader}'),
     ('user_address',           '{pepsi_reader}'),
     ('control_signal',         '{pepsi_reader}'),

@@ -7,7 +7,6 @@ drop function pepsi.settings_list(text, text);
 drop function pepsi.settings_delete(text, text, text);
 drop function pepsi.settings_set(text, text, text, text);
 drop function pepsi.settings_put(text, text, text, text, text);
-drop function pepsi.settings_option_operator_only(text);
 drop table pepsi.settings;
 drop function pepsi.address_key(text);
 

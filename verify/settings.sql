@@ -10,11 +10,8 @@ select 'pepsi.settings_delete(text, text, text)'::regprocedure;
 select 'pepsi.settings_list(text, text)'::regprocedure;
 select 'pepsi.address_key(text)'::regprocedure;
 select 'pepsi.settings_address_idx'::regclass;
-select 1 / pepsi.settings_option_operator_only('COMMAND')::int;
-select 1 / (not pepsi.settings_option_operator_only('HEADERS'))::int;
 
 -- issue 13: every function of the change, by its exact signature.
-select 'pepsi.settings_option_operator_only(text)'::regprocedure;
 -- issue 13: every index of the change, by name.
 select 'pepsi.settings_pkey'::regclass;
 

@@ -19,6 +19,7 @@
 #include "lib/schema.h"
 #include "cli/status.h"
 #include "cli/settings_cmd.h"
+#include "cli/conf_keys_cmd.h"
 #include "stages/stages.h"
 #include "lib/util.h"
 
@@ -47,6 +48,7 @@ static void usage(FILE *out, const char *prog)
             "       %s [GLOBAL-OPTIONS] status\n"
             "       %s [GLOBAL-OPTIONS] settings list|set|delete|owners|own|disown ...\n"
             "       %s [GLOBAL-OPTIONS] stage NAME worker\n"
+            "       %s conf-keys sql|readme\n"
             "\n"
             "Global options (before the subcommand):\n"
             "  -c, --config FILE   read FILE instead of $PEPSI_CONFIG or /etc/pepsi/pepsi.conf\n"
@@ -64,8 +66,11 @@ static void usage(FILE *out, const char *prog)
             "                      per-address overrides of [stage-*] options\n"
             "  settings owners [LOGIN] | own LOGIN ADDRESS | disown LOGIN [ADDRESS]\n"
             "                      which addresses an end user's control messages may change\n"
-            "  stage NAME worker   run built-in stage NAME as a worker (%s)\n",
-            prog, prog, prog, prog, prog, prog, stages_builtin_names());
+            "  stage NAME worker   run built-in stage NAME as a worker (%s)\n"
+            "  conf-keys sql|readme\n"
+            "                      print the configuration keys as SQL (deploy/config_keys.sql) or as\n"
+            "                      the README's table\n",
+            prog, prog, prog, prog, prog, prog, prog, stages_builtin_names());
 }
 
 /* Parses the global options; returns the index of the subcommand, or -1
@@ -219,6 +224,8 @@ int main(int argc, char **argv)
                               : strcmp(argv[at], "maintain") == 0 ? DAEMON_MAINTAIN
                                                                   : DAEMON_STATUS);
     }
+    if (strcmp(argv[at], "conf-keys") == 0)
+        return conf_keys_command(argc - at - 1, argv + at + 1);
     if (strcmp(argv[at], "settings") == 0)
         return settings_command(o.config, argc - at - 1, argv + at + 1);
     if (strcmp(argv[at], "stage") == 0 && at + 1 < argc)

@@ -1,6 +1,7 @@
 /* lib/conf.h — pepsi.conf: the INI file (parsed with inih), its defaults and
  * validation. Every key the runner knows, with its default, sits in one
- * table in conf.c; conf/pepsi.conf documents the same keys. Errors name
+ * table in conf.c (rows: lib/conf_key.h; converters: lib/conf_value.c);
+ * conf/pepsi.conf documents the same keys, pepsi.config_key publishes them. Errors name
  * the file, the line and the key: "FILE:LINE: key \"X\" in [SECTION]: message".
  * Owns: struct conf and its sections. Uses: lib/ (pgpass, proto), inih,
  * libcurl (its URL parser, for passwords in URLs);
@@ -142,8 +143,9 @@ bool conf_list_has(const char *list, const char *name);
 
 /* Whether an option may only be set by an operator, never by an end
  * user's settings control message: it runs code, names a URL, carries a
- * credential, routes messages or sizes a pool (issue 11). The same rule
- * as pepsi.settings_option_operator_only in SQL. */
+ * credential, routes messages or sizes a pool (issue 11): the CK_OPERATOR
+ * rows of the key table (lib/conf_key.h, lib/conf_names.c), which also
+ * make pepsi.settings_option_operator_only in SQL (deploy/config_keys.sql). */
 bool conf_option_operator_only(const char *key);
 
 /* The configuration file to read when -c is not given: $PEPSI_CONFIG when
