@@ -111,6 +111,8 @@ static const struct key_def keys[] = {
     {SK_DISPATCH, "POLL_INTERVAL", KT_DURATION, 0, 0, 0, "5s", CONF_AT(poll_interval_ms)},
     {SK_DISPATCH, "STATS_INTERVAL", KT_DURATION, 0, 0, 0, "10s", CONF_AT(stats_interval_ms)},
     {SK_DISPATCH, "OWNER_SLOT", KT_INT, 0, 0, INT_MAX, "0", CONF_AT(owner_slot)},
+    {SK_DISPATCH, "PARTITION_COUNT", KT_INT, 0, 0, 65536, "0", CONF_AT(partition_count)},
+    {SK_DISPATCH, "TOPOLOGY_FINGERPRINT", KT_STRING, KF_OPTIONAL, 0, 0, "", CONF_AT(topology_fingerprint)},
     {SK_DISPATCH, "LOCK_WAIT", KT_DURATION, 0, 0, 0, "10s", CONF_AT(lock_wait_ms)},
     {SK_DISPATCH, "COOLDOWN", KT_DURATION, 0, 0, 0, "5s", CONF_AT(cooldown_ms)},
     {SK_DISPATCH, "OVERLOAD_WINDOW", KT_DURATION, 0, 0, 0, "5min", CONF_AT(overload_window_ms)},
@@ -1181,6 +1183,7 @@ void conf_free(struct conf *c)
     free(c->conninfo);
     free(c->worker_conninfo);
     free(c->config_file);
+    free(c->topology_fingerprint);
     conf_kv_free(c->ingress, c->n_ingress);
     conf_kv_free(c->beanstalk, c->n_beanstalk);
     for (size_t i = 0; i < c->n_stages; i++) {
