@@ -147,7 +147,11 @@ static void retopology_done(struct db *db, PGresult *res, void *arg)
     if (code == 0) {
         db_query(&r->db, LISTEN_SQL, 0, NULL, DB_UNGATED | DB_MULTI, listen_done, r);
     } else if (code == EXIT_CONFIG) {
+        /* As relock_refused: off the database first (the connection is
+         * not yet open to the gated writes a shutdown would queue), then
+         * let the workers finish the messages in hand. */
         log_error(COMPONENT, "the topology changed while the connection was down; stopping");
+        db_disconnect(&r->db, false);
         begin_shutdown(r, EXIT_CONFIG, false);
     } else {
         reconnect_again(r);
