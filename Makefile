@@ -209,11 +209,14 @@ lint: all
 	cppcheck --quiet --inline-suppr --error-exitcode=1 --enable=warning,portability --std=c11 \
 		--suppress=missingIncludeSystem -Irunner/src runner/src runner/tests runner/fuzz examples
 	for f in scripts/* bench/run bench/ingress .ci/run runner/tests/e2e/*.t runner/tests/e2e/*.sh; do \
-		[ -f "$$f" ] && bash -n "$$f" || exit 1; done
+		[ -f "$$f" ] || exit 1; \
+		if head -n 1 "$$f" | grep -q python3; then python3 -c 'import ast, sys; ast.parse(open(sys.argv[1]).read())' "$$f" || exit 1; \
+		else bash -n "$$f" || exit 1; fi; done
 	scripts/schema-manifest > /dev/null
 	scripts/lint-once
 	scripts/lint-arrays --self-test
 	scripts/lint-arrays
+	scripts/gen-tube-vectors --check
 	scripts/check-includes --self-test
 	scripts/check-includes
 	scripts/lint-state-machine

@@ -22,6 +22,14 @@
 --   PX023  a back-fill answer that is not the event asked for (its id differs,
 --          or it cannot be read), or an HTTP status that is not an answer
 --   PX024  unknown anomaly check
+--   PX040  topology change refused: the queue holds messages and the
+--          partition count, the hash or (outside partition_map_set) the
+--          map would change (issue 14, T-09, T-41)
+--   PX041  topology missing or damaged (a map without its row, a row
+--          without its map, a map of another size, a fingerprint that does
+--          not match): nothing is written over it (T-10)
+--   PX042  an owner slot whose partitions would change is held by a
+--          running runner: stop it first (T-41)
 
 begin;
 

@@ -40,6 +40,9 @@ insert into fn_doc values
     ('anomaly_run',                   '{pepsi_runner}'),
     ('anomaly_refresh',               '{pepsi_runner}'),
     ('control_signal_versions',       '{pepsi_runner,pepsi_reader}'),
+    -- issue 14: the runner confirms the topology before it serves
+    ('topology_check',                '{pepsi_runner,pepsi_reader}'),
+    ('topology_fingerprint',          '{pepsi_runner,pepsi_reader}'),
     -- stage programs
     ('workqueue_advance',             '{pepsi_worker}'),
     ('workqueue_finish',              '{pepsi_worker}'),
@@ -68,6 +71,8 @@ insert into fn_doc values
     ('generate_external_id_sequence', '{pepsi_reader}'),
     ('user_address_list',             '{pepsi_reader}'),
     ('webhook_gaps_find',             '{pepsi_reader}'),
+    ('tube_hash',                     '{pepsi_reader}'),
+    ('tube_partition',                '{pepsi_reader}'),
     -- owner only: operators' functions (run as the schema owner) ...
     ('workqueue_resume', '{}'), ('workqueue_delete', '{}'), ('config_set', '{}'), ('config_unset', '{}'), ('config_remove_stage', '{}'),
     ('config_clear', '{}'), ('telemetry_changed', '{}'), ('settings_set', '{}'), ('settings_delete', '{}'),
@@ -76,6 +81,7 @@ insert into fn_doc values
     ('webhook_provider_enable', '{}'), ('webhook_id_sequence_set', '{}'), ('webhook_id_sequence_rewind', '{}'),
     ('webhook_tombstone_add', '{}'), ('webhook_tombstone_remove', '{}'), ('webhook_backfill_request', '{}'),
     ('reconcile_configure', '{}'), ('anomaly_check_set', '{}'), ('anomaly_evaluate', '{}'),
+    ('topology_set', '{}'), ('partition_map_set', '{}'),
     -- ... and helpers that only pepsi's own security-definer functions call
     ('input_limits', '{}'), ('input_limit', '{}'), ('excerpt', '{}'), ('size_error', '{}'),
     ('stage_check', '{}'), ('address_check', '{}'), ('tube_check', '{}'), ('state_count', '{}'),
@@ -104,7 +110,10 @@ insert into fn_doc values
     ('webhook_event_item', '{}'),
     -- the one state machine (issue 13): called only by the wrappers above
     ('workqueue_transition', '{}'), ('transition_of', '{}'), ('transition_paused_state', '{}'),
-    ('transition_failed_state', '{}');
+    ('transition_failed_state', '{}'),
+    -- issue 14: the topology's helpers (owner only)
+    ('topology_fingerprint_of', '{}'), ('topology_read', '{}'), ('topology_write', '{}'),
+    ('topology_map_check', '{}');
 
 -- Functions known to lack their revoke, left out of the per-role
 -- comparisons while a fix is under way: none today.
@@ -141,6 +150,8 @@ insert into rel_doc values
     ('reconcile_findings',     '{pepsi_reader}'),
     ('reconcile_open',         '{pepsi_reader}'),
     ('ingress_stats',          '{pepsi_reader}'),
+    ('topology',               '{pepsi_reader}'),
+    ('partition_map',          '{pepsi_reader}'),
     ('anomaly_event_mv',       '{pepsi_reader}'),
     ('anomaly_queue_mv',       '{pepsi_reader}'),
     ('anomaly_orphan_mv',      '{pepsi_reader}'),

@@ -61,6 +61,8 @@ static void test_defaults(void)
     CHECK_INT(c.poll_interval_ms, 5000, "D-29: POLL_INTERVAL defaults to 5 s");
     CHECK_INT(c.stats_interval_ms, 10000, "D-138: STATS_INTERVAL defaults to 10 s");
     CHECK_INT(c.owner_slot, 0, "OWNER_SLOT defaults to 0");
+    CHECK_INT(c.partition_count, 0, "issue 14: PARTITION_COUNT defaults to 0 (not checked)");
+    CHECK(c.topology_fingerprint == NULL, "issue 14: TOPOLOGY_FINGERPRINT is unset by default");
     CHECK_INT(c.lock_wait_ms, 10000, "D-15: LOCK_WAIT defaults to 10 s");
     CHECK_INT(c.cooldown_ms, 5000, "D-90: COOLDOWN defaults to 5 s");
     CHECK(c.fair_scheduling == true, "D-42: FAIR_SCHEDULING defaults to yes");
@@ -109,6 +111,8 @@ static void test_all_keys_set(void)
                        "POLL_INTERVAL = 500ms\n"
                        "STATS_INTERVAL = 1min\n"
                        "OWNER_SLOT = 3\n"
+                       "PARTITION_COUNT = 256\n"
+                       "TOPOLOGY_FINGERPRINT = 95c138cc\n"
                        "LOCK_WAIT = 2s\n"
                        "COOLDOWN = 1s\n"
                        "FAIR_SCHEDULING = false\n"
@@ -141,6 +145,8 @@ static void test_all_keys_set(void)
     CHECK_INT(c.poll_interval_ms, 500, "POLL_INTERVAL = 500ms");
     CHECK_INT(c.stats_interval_ms, 60000, "STATS_INTERVAL = 1min");
     CHECK_INT(c.owner_slot, 3, "OWNER_SLOT = 3");
+    CHECK_INT(c.partition_count, 256, "issue 14: PARTITION_COUNT = 256");
+    CHECK_STR(c.topology_fingerprint, "95c138cc", "issue 14: TOPOLOGY_FINGERPRINT");
     CHECK_INT(c.lock_wait_ms, 2000, "LOCK_WAIT = 2s");
     CHECK_INT(c.cooldown_ms, 1000, "COOLDOWN = 1s");
     CHECK(!c.fair_scheduling, "D-41: FAIR_SCHEDULING = false");
@@ -255,6 +261,9 @@ static void test_value_errors(void)
         "D-57: FAIR_FIFO_PERCENT above 100");
     bad("[pepsi-dispatch]\nOWNER_SLOT = -1\n", NAME ":2: ", "expected an integer of at least 0",
         "a negative OWNER_SLOT");
+    bad("[pepsi-dispatch]\nPARTITION_COUNT = 65537\n", NAME ":2: ",
+        "key \"PARTITION_COUNT\" in [pepsi-dispatch]: invalid value \"65537\": expected an integer from 0 to 65536",
+        "issue 14: PARTITION_COUNT above pepsi.topology_set's 65536");
     bad(S("a") "PARALLELISM = 0\n", NAME ":3: ",
         "key \"PARALLELISM\" in [stage-a]: invalid value \"0\": expected an integer from 1 to 1024",
         "D-62: PARALLELISM 0");

@@ -9,6 +9,7 @@
 #include "lib/pgarray.h"
 #include "lib/pgerr.h"
 #include "lib/schema.h"
+#include "lib/topology.h"
 #include "lib/util.h"
 
 #include <stdio.h>
@@ -135,6 +136,29 @@ static void relock_refused(struct runner *r)
     reconnect_again(r);
 }
 
+/* The map may have changed while the slot was free (an operator's
+ * partition_map_set needs exactly that): confirm it again (T-08). */
+static void retopology_done(struct db *db, PGresult *res, void *arg)
+{
+    struct runner *r = arg;
+    if (res == NULL)
+        return;
+    int code = topology_judge(db->conn, res, r->conf, COMPONENT);
+    PQclear(res);
+    if (code == 0) {
+        db_query(&r->db, LISTEN_SQL, 0, NULL, DB_UNGATED | DB_MULTI, listen_done, r);
+    } else if (code == EXIT_CONFIG) {
+        /* As relock_refused: off the database first (the connection is
+         * not yet open to the gated writes a shutdown would queue), then
+         * let the workers finish the messages in hand. */
+        log_error(COMPONENT, "the topology changed while the connection was down; stopping");
+        db_disconnect(&r->db, false);
+        begin_shutdown(r, EXIT_CONFIG, false);
+    } else {
+        reconnect_again(r);
+    }
+}
+
 static void relock_done(struct db *db, PGresult *res, void *arg)
 {
     struct runner *r = arg;
@@ -145,8 +169,11 @@ static void relock_done(struct db *db, PGresult *res, void *arg)
     if (!ok)
         log_error(COMPONENT, "cannot take the dispatcher lock again: %s", pgerr_message(db->conn, res));
     PQclear(res);
+    char slot[16];
+    snprintf(slot, sizeof slot, "%d", r->conf->owner_slot);
+    const char *params[] = {slot};
     if (got)
-        db_query(&r->db, LISTEN_SQL, 0, NULL, DB_UNGATED | DB_MULTI, listen_done, r);
+        db_query(&r->db, TOPOLOGY_CHECK_SQL, 1, params, DB_UNGATED, retopology_done, r);
     else if (ok)
         relock_refused(r);
     else
@@ -308,7 +335,19 @@ PGconn *startup_connect(struct runner *r, int *code)
         PQfinish(c);
         return NULL;
     }
-    if (conn_wait_dispatch_lock(c, r->conf->owner_slot, r->conf->lock_wait_ms, COMPONENT) != 0) {
+    /* One runner per owner slot (D-14, issue 14): a slot another runner
+     * still holds after LOCK_WAIT is a configuration error (78). */
+    int locked = conn_wait_dispatch_lock(c, r->conf->owner_slot, r->conf->lock_wait_ms, COMPONENT);
+    if (locked != 0) {
+        *code = locked == 1 ? EXIT_CONFIG : 1;
+        PQfinish(c);
+        return NULL;
+    }
+    /* The topology before anything is touched (T-08, T-41): 78 on a
+     * mismatch, the running rows of the slot left as they are. */
+    int topo = topology_confirm(c, r->conf, COMPONENT);
+    if (topo != 0) {
+        *code = topo;
         PQfinish(c);
         return NULL;
     }

@@ -92,6 +92,10 @@ static const struct conf_key keys[] = {
      "how often statistics are written (and orphaned bodies collected)"},
     {CS_DISPATCH, "OWNER_SLOT", CT_INT, 0, 0, INT_MAX, "0", CONF_AT(owner_slot),
      "the owner slot this runner serves (one runner per slot)"},
+    {CS_DISPATCH, "PARTITION_COUNT", CT_INT, 0, 0, 65536, "0", CONF_AT(partition_count),
+     "the topology's partition count this runner expects; 0: not checked (issue 14)"},
+    {CS_DISPATCH, "TOPOLOGY_FINGERPRINT", CT_STRING, CK_OPTIONAL, 0, 0, "", CONF_AT(topology_fingerprint),
+     "the topology fingerprint this runner expects; empty: not checked (issue 14)"},
     {CS_DISPATCH, "LOCK_WAIT", CT_DURATION, 0, 0, 0, "10s", CONF_AT(lock_wait_ms),
      "how long to wait for another runner's lock on the slot before refusing"},
     {CS_DISPATCH, "COOLDOWN", CT_DURATION, 0, 0, 0, "5s", CONF_AT(cooldown_ms),
@@ -601,6 +605,7 @@ void conf_free(struct conf *c)
     free(c->conninfo);
     free(c->worker_conninfo);
     free(c->config_file);
+    free(c->topology_fingerprint);
     conf_kv_free(c->ingress, c->n_ingress);
     conf_kv_free(c->beanstalk, c->n_beanstalk);
     for (size_t i = 0; i < c->n_stages; i++) {

@@ -58,6 +58,8 @@ struct conf {
     int64_t poll_interval_ms;        /* POLL_INTERVAL, default 5 s */
     int64_t stats_interval_ms;       /* STATS_INTERVAL, default 10 s */
     int owner_slot;                  /* OWNER_SLOT, default 0 */
+    int partition_count;             /* PARTITION_COUNT, 0 (default): not checked (issue 14, T-41) */
+    char *topology_fingerprint;      /* TOPOLOGY_FINGERPRINT, NULL: not checked (issue 14, T-08) */
     int64_t lock_wait_ms;            /* LOCK_WAIT, default 10 s (D-15) */
     int64_t cooldown_ms;             /* COOLDOWN, default 5 s (D-90) */
     int64_t overload_window_ms;      /* OVERLOAD_WINDOW, default 5 min (D-96) */

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Exactly one dispatcher: a second `serve` on the same database waits
-# LOCK_WAIT for the advisory lock, then exits 1 without touching the first
+# LOCK_WAIT for the advisory lock, then exits 78 (issue 14: one runner per
+# owner slot, a second is a configuration error) without touching the first
 # one's running rows (no start-up sweep). Once the first has stopped, the
 # lock is free again.
 . "$(dirname "$0")/lib.sh"
@@ -28,7 +29,7 @@ t0=$(date +%s%N)
 run_runner "$second" -c "$conf" serve
 rc=$?
 ms=$(elapsed_ms "$t0")
-is "$rc" 1 "D-15: a second runner on the same database exits 1"
+is "$rc" 78 "D-15, issue 14: a second runner for the same owner slot exits 78"
 like "$(cat "$second")" 'another dispatcher .*holds owner slot 0' "D-14, D-15: it says another dispatcher holds the lock"
 like "$(cat "$second")" 'refusing to run a second one' "D-15: and that it refuses to run"
 note "the second runner gave up after $ms ms (LOCK_WAIT 1s)"
