@@ -1,6 +1,6 @@
 /* test_topology.c — how a runner judges the stored topology against its
  * configuration (issue 14, T-08, T-10, T-41), without a database: the
- * answers of pepsi.topology_check are built by hand. e2e 60-owner-slot.t
+ * answers of pepsi.topology_check are built by hand. e2e 63-owner-slot.t
  * runs the same rules against a real one. */
 #include "unit.h"
 
