@@ -22,6 +22,10 @@
 --   PX023  a back-fill answer that is not the event asked for (its id differs,
 --          or it cannot be read), or an HTTP status that is not an answer
 --   PX024  unknown anomaly check
+--   PX030  not allowed: the message has no authenticated origin user, or it
+--          does not own the address whose settings it would change
+--   PX031  not allowed: an operator-only option (runs code, names a URL,
+--          carries a credential, routes messages)
 --   PX040  topology change refused: the queue holds messages and the
 --          partition count, the hash or (outside partition_map_set) the
 --          map would change (issue 14, T-09, T-41)
