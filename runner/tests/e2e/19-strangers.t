@@ -62,7 +62,7 @@ holder=$!
 ok "the stranger holds the lock of owner slot 0" \
     wait_for "select count(*) from pg_locks where locktype = 'advisory' and classid = 1885696115 and objid = 0 and granted" 1 10
 run_runner "$E2E_DIR/second.log" -c "$conf" serve
-is "$?" 1 "D-15: the runner cannot start"
+is "$?" 78 "D-15, issue 14: the runner cannot start (78: its owner slot is held)"
 like "$(cat "$E2E_DIR/second.log")" \
      "holds owner slot 0 after [0-9]+ ms: pid [0-9]+ user \"$stranger\" application \"intruder\" client local socket since " \
      "issue 11: its log names the holder: pid, user, application, client address"
