@@ -17,6 +17,8 @@ select pg_catalog.has_function_privilege('pepsi_worker', 'pepsi.workqueue_fail(b
 select 'pepsi.workqueue_transition(pepsi.transition[], int, timestamptz)'::regprocedure;
 select 'pepsi.transition_of(bigint, text, text, text, text, text[], jsonb, timestamptz, text, text, text, interval, text, bigint)'::regprocedure;
 select 1 / (cardinality(array(select pepsi.workqueue_transition('{}'))) = 0)::int;
+select 'pepsi.transition_paused_state(jsonb, jsonb, text)'::regprocedure;
+select 'pepsi.transition_failed_state(jsonb, jsonb, text, text, text)'::regprocedure;
 select 1 / (pepsi.transition_paused_state('{}', null, 'x')->>'pause_reason' = 'x')::int;
 select 1 / (pepsi.transition_failed_state('{}', null, null, 'a', null)->>'failure_class' = 'permanent')::int;
 
