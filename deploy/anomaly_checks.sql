@@ -3,6 +3,7 @@
 -- requires: views
 -- requires: control_signal
 -- requires: workqueue_delete
+-- requires: topology
 --
 -- The anomaly-check suite (W-37..W-43): named checks in a registry table,
 -- each comparing one metric with its expected range. A check's metric is
@@ -791,13 +792,17 @@ insert into pepsi.anomaly_check (name, family, reads, unit, min_value, max_value
            case when exists (select 1 from pepsi.workqueue w where w.status = 'pending')
                 then extract(epoch from $1 - d.updated_at) else 0 end
       from pepsi.dispatch_stats d$m$),
-('dispatcher_lock', 'health', 'live', 'dispatchers', 1, null, 'critical',
- 'Dispatcher locks held in this database (advisory lock pepsi.lock_key(''dispatcher'', owner slot)): none means no runner is serving.',
- $m$select 'dispatchers', count(*) from pg_catalog.pg_locks l
-     where l.locktype = 'advisory' and l.granted and l.objsubid = 2
-       and l.classid = (select k.class_id from pepsi.lock_key('dispatcher') k)::oid
-       and l.objid < 2147483648
-       and l.database = (select d.oid from pg_catalog.pg_database d where d.datname = current_database())$m$);
+('dispatcher_lock', 'health', 'live', 'dispatchers', 1, 1, 'critical',
+ 'Per owner slot of the partition map (slot 0 alone without one), the dispatchers holding its lock (advisory lock pepsi.lock_key(''dispatcher'', slot)): exactly one each (issue 14). 0 means the slot''s tubes wait for a runner; a count over all slots would hide a dead slot behind a live one.',
+ $m$select 'owner slot ' || s.slot,
+           (select count(*) from pg_catalog.pg_locks l
+             where l.locktype = 'advisory' and l.granted and l.objsubid = 2
+               and l.classid = k.class_id::oid and l.objid = k.object_id::oid
+               and l.database = (select d.oid from pg_catalog.pg_database d where d.datname = current_database()))
+      from (select distinct m.owner_slot as slot from pepsi.partition_map m
+            union
+            select 0 where not exists (select 1 from pepsi.partition_map)) s
+           cross join lateral pepsi.lock_key('dispatcher', s.slot) k$m$);
 
 revoke all on table pepsi.ingress_stats, pepsi.anomaly_event_mv, pepsi.anomaly_queue_mv, pepsi.anomaly_orphan_mv,
                     pepsi.anomaly_gap_mv, pepsi.anomaly_sample, pepsi.anomaly_check, pepsi.anomaly_state,

@@ -122,18 +122,36 @@ as $$
 $$;
 
 create function pepsi.topology_check(p_owner_slot int)
-returns table (partition_count int, hash_name text, version bigint, fingerprint text, slot_partitions int)
+returns table (partition_count int, hash_name text, version bigint, fingerprint text, slot_partitions int,
+               partitions int[])
 language sql stable
 security definer
 set search_path = pg_catalog, pg_temp
 as $$
 -- What a runner confirms before it serves (T-08, T-13): the stored
--- topology and how many partitions p_owner_slot owns. No row when there
--- is no topology; PX041 when it is damaged (T-10).
+-- topology, how many partitions p_owner_slot owns and which (ascending;
+-- the runner passes them to its claims and running-row operations, issue
+-- 14). No row when there is no topology; PX041 when it is damaged (T-10).
     select t.o_count, t.o_hash, t.o_version, t.o_fingerprint,
-           (select count(*)::int from unnest(t.o_map) s where s = p_owner_slot)
+           (select count(*)::int from unnest(t.o_map) s where s = p_owner_slot),
+           array(select (m.i - 1)::int from unnest(t.o_map) with ordinality as m(s, i)
+                  where m.s = p_owner_slot order by m.i)
       from pepsi.topology_read() t
      where t.o_count is not null
+$$;
+
+create function pepsi.topology_partitions(p_partitions int[] default null)
+returns int[]
+language sql stable
+set search_path = pg_catalog, pg_temp
+as $$
+-- The partitions a claim or a running-row operation of the dispatcher
+-- covers (issue 14): p_partitions, a runner's slot's, when given; NULL
+-- means all: 0 .. partition_count - 1 of the stored topology, or {0}
+-- without one (every row's partition is 0 then).
+    select coalesce(p_partitions,
+                    (select array(select generate_series(0, t.partition_count - 1)) from pepsi.topology t),
+                    '{0}'::int[])
 $$;
 
 create function pepsi.topology_write(p_hash text, p_count int, p_map int[], p_old_count int,
@@ -230,6 +248,7 @@ declare
     v_old record;
     v_map int[];
     v_data boolean;
+    v_fingerprint text;
 begin
     if p_partition_count is null or p_partition_count not between 1 and 65536 then
         raise exception 'partition count must be 1 to 65536, not %', coalesce(p_partition_count::text, 'NULL')
@@ -276,7 +295,19 @@ begin
     if p_hash <> 'fnv1a64' then
         raise exception 'unknown tube hash "%": only fnv1a64', p_hash using errcode = 'PX003';
     end if;
-    return pepsi.topology_write(p_hash, p_partition_count, v_map, v_old.o_count, v_old.o_hash, v_old.o_map);
+    v_fingerprint := pepsi.topology_write(p_hash, p_partition_count, v_map, v_old.o_count, v_old.o_hash,
+                                          v_old.o_map);
+    if v_data and v_old.o_count is null then
+        -- The first topology over messages (one slot, which owned them all
+        -- as partition 0): each row gets its tube's partition under the
+        -- new count, once per tube. Later changes never touch the count
+        -- with messages present (T-09), so partitions stay valid.
+        update pepsi.workqueue w set partition = p.partition
+          from (select d.tube, pepsi.tube_partition(d.tube, p_partition_count) as partition
+                  from (select distinct q.tube from pepsi.workqueue q) d) p
+         where w.tube = p.tube and w.partition <> p.partition;
+    end if;
+    return v_fingerprint;
 end
 $$;
 
@@ -314,7 +345,7 @@ $$;
 revoke all on function pepsi.topology_fingerprint_of(text, int, int[]), pepsi.topology_read(),
     pepsi.topology_fingerprint(), pepsi.topology_check(int),
     pepsi.topology_write(text, int, int[], int, text, int[]), pepsi.topology_map_check(int[], int),
-    pepsi.topology_set(int, int, text), pepsi.partition_map_set(int[]) from public;
+    pepsi.topology_set(int, int, text), pepsi.partition_map_set(int[]), pepsi.topology_partitions(int[]) from public;
 grant execute on function pepsi.topology_fingerprint(), pepsi.topology_check(int) to pepsi_runner, pepsi_reader;
 grant select on pepsi.topology, pepsi.partition_map to pepsi_reader;
 

@@ -1,5 +1,6 @@
 -- Deploy pepsi:workqueue_claim to pg
 -- requires: workqueue
+-- requires: topology
 
 begin;
 
@@ -18,7 +19,8 @@ as $$
 $$;
 
 create function pepsi.workqueue_claim(p_stages text[], p_caps int[], p_now timestamptz default now(),
-                                      p_release_paused boolean default false, p_claim_id bigint default null)
+                                      p_release_paused boolean default false, p_claim_id bigint default null,
+                                      p_partitions int[] default null)
 returns table (workqueue_id bigint, stage text, sender_key text)
 language plpgsql
 security definer
@@ -27,10 +29,16 @@ as $$
 -- The plain oldest-first claim (D-38, D-41): for every stage in p_stages,
 -- up to the matching p_caps entry of its oldest pending rows become
 -- running, all in one UPDATE ... RETURNING. Returns the claimed rows.
--- Only the dispatcher calls this, serially (D-39, D-40), so it needs no
--- FOR UPDATE SKIP LOCKED. Each stage's scan is a LATERAL subquery whose
--- ORDER BY workqueue_id LIMIT cap stops in the partial index
--- workqueue_pending_idx after cap rows, however deep the backlog.
+-- p_partitions (issue 14): only rows of those partitions, the caller's
+-- owner slot's (NULL: every partition, pepsi.topology_partitions). One
+-- dispatcher per slot calls this, serially (D-39, D-40), and the slots'
+-- partitions are disjoint, so no two claims compete for a row: it needs
+-- no FOR UPDATE SKIP LOCKED. Each (stage, partition) scan is a LATERAL
+-- subquery whose ORDER BY workqueue_id LIMIT cap stops in the partial
+-- index workqueue_pending_idx (stage, partition, workqueue_id) after cap
+-- rows, however deep the backlog, this slot's or another's; the stage's
+-- oldest cap rows over its partitions are then kept: a claim costs its
+-- caps plus one index probe per stage and partition.
 -- With p_release_paused, due paused rows first become pending (D-93), so
 -- that the dispatcher's POLL_INTERVAL heartbeat is one round trip that is
 -- also the paused sweep; the probe is an index range scan on
@@ -39,11 +47,13 @@ as $$
 -- the rows of a claim whose answer was lost. p_now is claimed_at and the
 -- paused rows' clock: the dispatcher leaves it to the database, so that
 -- one clock decides (issue 12); tests move it.
--- NULL arrays claim nothing. Raises PX003 when the arrays differ in
+-- NULL stage and cap arrays claim nothing. Raises PX003 when the arrays differ in
 -- length, a cap is NULL or < 0, a stage is NULL or listed twice, or p_now
 -- is NULL.
--- Tables: workqueue (update).
+-- Tables: workqueue (update); topology (read).
 #variable_conflict use_column
+declare
+    v_parts int[] := pepsi.topology_partitions(p_partitions);
 begin
     if cardinality(p_stages) is distinct from cardinality(p_caps) then
         raise exception 'stages and caps differ in length (% and %)',
@@ -65,7 +75,7 @@ begin
     end if;
 
     if p_release_paused then
-        perform pepsi.workqueue_release_due(p_now);
+        perform pepsi.workqueue_release_due(p_now, p_partitions);
     end if;
 
     return query
@@ -74,8 +84,13 @@ begin
       from (select q.workqueue_id as id
               from unnest(p_stages, p_caps) as s(stage, cap)
                    cross join lateral (
-                       select q.workqueue_id from pepsi.workqueue q
-                        where q.stage = s.stage and q.status = 'pending'
+                       select q.workqueue_id
+                         from unnest(v_parts) as p(partition)
+                              cross join lateral (
+                                  select q.workqueue_id from pepsi.workqueue q
+                                   where q.stage = s.stage and q.partition = p.partition and q.status = 'pending'
+                                   order by q.workqueue_id
+                                   limit s.cap) q
                         order by q.workqueue_id
                         limit s.cap) q) picked
      where w.workqueue_id = picked.id and w.status = 'pending'
@@ -84,9 +99,9 @@ end
 $$;
 
 revoke all on function pepsi.claim_incarnation() from public;
-revoke all on function pepsi.workqueue_claim(text[], int[], timestamptz, boolean, bigint) from public;
+revoke all on function pepsi.workqueue_claim(text[], int[], timestamptz, boolean, bigint, int[]) from public;
 revoke all on sequence pepsi.claim_incarnation_seq from public;
 grant execute on function pepsi.claim_incarnation() to pepsi_runner;
-grant execute on function pepsi.workqueue_claim(text[], int[], timestamptz, boolean, bigint) to pepsi_runner;
+grant execute on function pepsi.workqueue_claim(text[], int[], timestamptz, boolean, bigint, int[]) to pepsi_runner;
 
 commit;

@@ -3,10 +3,16 @@
 --
 -- The dispatcher's writes besides the claim: giving back rows that never
 -- ran, the start-up sweep, the paused sweep and strikes.
+--
+-- Each takes p_partitions int[] (issue 14): the partitions of the
+-- caller's owner slot; NULL: all. A row of another partition is another
+-- runner's: it is never selected, whatever its status or claim (the
+-- filter is in each wrapper's row selection; the transition itself is
+-- pepsi.workqueue_transition's, one state machine).
 
 begin;
 
-create function pepsi.workqueue_requeue(p_ids bigint[], p_stages text[])
+create function pepsi.workqueue_requeue(p_ids bigint[], p_stages text[], p_partitions int[] default null)
 returns int
 language plpgsql
 security definer
@@ -31,12 +37,15 @@ begin
                select pepsi.transition_of(r.id, r.stage, 'requeue')
                  from (select distinct on (r.id) r.id, r.stage
                          from unnest(p_ids, p_stages) as r(id, stage)
-                        where r.id is not null) r)) t;
+                        where r.id is not null
+                          and (p_partitions is null
+                               or exists (select 1 from pepsi.workqueue w
+                                           where w.workqueue_id = r.id and w.partition = any (p_partitions)))) r)) t;
     return v_count;
 end
 $$;
 
-create function pepsi.workqueue_unclaim(p_claim_ids bigint[])
+create function pepsi.workqueue_unclaim(p_claim_ids bigint[], p_partitions int[] default null)
 returns int
 language plpgsql
 security definer
@@ -60,29 +69,34 @@ begin
       from pepsi.workqueue_transition(array(
                select pepsi.transition_of(w.workqueue_id, w.stage, 'requeue', p_claim_id => w.claim_id)
                  from pepsi.workqueue w
-                where w.status = 'running' and w.claim_id = any(p_claim_ids))) t;
+                where w.status = 'running' and w.claim_id = any(p_claim_ids)
+                  and (p_partitions is null or w.partition = any (p_partitions)))) t;
     return v_count;
 end
 $$;
 
-create function pepsi.workqueue_reset_running()
+create function pepsi.workqueue_reset_running(p_partitions int[] default null)
 returns int
 language sql
 security definer
 set search_path = pg_catalog, pepsi, pg_temp
 as $$
--- The start-up sweep (D-18): every running row was orphaned by an earlier
--- dispatcher, since the caller holds the dispatcher lock. Back to pending.
+-- The start-up sweep (D-18): every running row of the caller's partitions
+-- (p_partitions, its owner slot's; NULL: all) was orphaned by an earlier
+-- dispatcher of that slot, since the caller holds the slot's dispatcher
+-- lock; other slots' running rows are their runners' (issue 14). Back to
+-- pending.
 -- Returns how many. A thin wrapper over workqueue_transition ("do"
 -- requeue of every running row, issue 13). Tables: workqueue (update).
     select (count(*) filter (where t.outcome = 'ok'))::int
       from pepsi.workqueue_transition(array(
                select pepsi.transition_of(w.workqueue_id, w.stage, 'requeue')
                  from pepsi.workqueue w
-                where w.status = 'running')) t
+                where w.status = 'running'
+                  and (p_partitions is null or w.partition = any (p_partitions)))) t
 $$;
 
-create function pepsi.workqueue_release_paused(p_now timestamptz default now())
+create function pepsi.workqueue_release_paused(p_now timestamptz default now(), p_partitions int[] default null)
 returns table (released int, next_timeout timestamptz)
 language plpgsql
 security definer
@@ -102,15 +116,17 @@ begin
     if p_now is null then
         raise exception 'p_now must not be NULL' using errcode = 'PX003';
     end if;
-    v_released := pepsi.workqueue_release_due(p_now);
+    v_released := pepsi.workqueue_release_due(p_now, p_partitions);
     return query
     select v_released,
            (select min(w.timeout) from pepsi.workqueue w
-             where w.status = 'paused' and w.timeout > p_now);
+             where w.status = 'paused' and w.timeout > p_now
+               and (p_partitions is null or w.partition = any (p_partitions)));
 end
 $$;
 
-create function pepsi.workqueue_defer(p_ids bigint[], p_stages text[], p_until timestamptz, p_reason text)
+create function pepsi.workqueue_defer(p_ids bigint[], p_stages text[], p_until timestamptz, p_reason text,
+                                      p_partitions int[] default null)
 returns int
 language plpgsql
 security definer
@@ -139,13 +155,16 @@ begin
                select pepsi.transition_of(r.id, r.stage, 'defer', p_until => p_until, p_reason => p_reason)
                  from (select distinct on (r.id) r.id, r.stage
                          from unnest(p_ids, p_stages) as r(id, stage)
-                        where r.id is not null) r)) t;
+                        where r.id is not null
+                          and (p_partitions is null
+                               or exists (select 1 from pepsi.workqueue w
+                                           where w.workqueue_id = r.id and w.partition = any (p_partitions)))) r)) t;
     return v_count;
 end
 $$;
 
 create function pepsi.workqueue_strike(p_id bigint, p_stage text, p_kind text, p_reason text,
-                                       p_now timestamptz default now())
+                                       p_now timestamptz default now(), p_partitions int[] default null)
 returns pepsi.workqueue_status
 language plpgsql
 security definer
@@ -158,7 +177,8 @@ as $$
 -- timeout/timed-out after a hang (D-88). state.strikes counts and
 -- state.last_error holds p_reason (D-86; cut to input_limit('reason')
 -- bytes); a strikes value that is not a count (a producer's initial
--- state) reads as none. Returns the new status.
+-- state) reads as none. Returns the new status; NULL, touching nothing,
+-- when the row is not of p_partitions (another slot's, issue 14).
 -- Raises PX003 (unknown kind, NULL p_now), PX004/PX005.
 -- Tables: workqueue (update).
 declare
@@ -170,6 +190,11 @@ begin
     if p_kind is null or p_kind not in ('crash', 'hang') then
         raise exception 'unknown strike kind "%"', pepsi.excerpt(p_kind)
             using errcode = 'PX003', hint = 'Use crash or hang.';
+    end if;
+    if p_partitions is not null
+       and not exists (select 1 from pepsi.workqueue w
+                        where w.workqueue_id = p_id and w.partition = any (p_partitions)) then
+        return null;
     end if;
     -- a thin wrapper over workqueue_transition ("do" strike, issue 13)
     select t.outcome, t.status into v
@@ -183,17 +208,17 @@ begin
 end
 $$;
 
-revoke all on function pepsi.workqueue_requeue(bigint[], text[]) from public;
-revoke all on function pepsi.workqueue_unclaim(bigint[]) from public;
-revoke all on function pepsi.workqueue_reset_running() from public;
-revoke all on function pepsi.workqueue_release_paused(timestamptz) from public;
-revoke all on function pepsi.workqueue_defer(bigint[], text[], timestamptz, text) from public;
-revoke all on function pepsi.workqueue_strike(bigint, text, text, text, timestamptz) from public;
-grant execute on function pepsi.workqueue_requeue(bigint[], text[]) to pepsi_runner;
-grant execute on function pepsi.workqueue_unclaim(bigint[]) to pepsi_runner;
-grant execute on function pepsi.workqueue_reset_running() to pepsi_runner;
-grant execute on function pepsi.workqueue_release_paused(timestamptz) to pepsi_runner;
-grant execute on function pepsi.workqueue_defer(bigint[], text[], timestamptz, text) to pepsi_runner;
-grant execute on function pepsi.workqueue_strike(bigint, text, text, text, timestamptz) to pepsi_runner;
+revoke all on function pepsi.workqueue_requeue(bigint[], text[], int[]) from public;
+revoke all on function pepsi.workqueue_unclaim(bigint[], int[]) from public;
+revoke all on function pepsi.workqueue_reset_running(int[]) from public;
+revoke all on function pepsi.workqueue_release_paused(timestamptz, int[]) from public;
+revoke all on function pepsi.workqueue_defer(bigint[], text[], timestamptz, text, int[]) from public;
+revoke all on function pepsi.workqueue_strike(bigint, text, text, text, timestamptz, int[]) from public;
+grant execute on function pepsi.workqueue_requeue(bigint[], text[], int[]) to pepsi_runner;
+grant execute on function pepsi.workqueue_unclaim(bigint[], int[]) to pepsi_runner;
+grant execute on function pepsi.workqueue_reset_running(int[]) to pepsi_runner;
+grant execute on function pepsi.workqueue_release_paused(timestamptz, int[]) to pepsi_runner;
+grant execute on function pepsi.workqueue_defer(bigint[], text[], timestamptz, text, int[]) to pepsi_runner;
+grant execute on function pepsi.workqueue_strike(bigint, text, text, text, timestamptz, int[]) to pepsi_runner;
 
 commit;

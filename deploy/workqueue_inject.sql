@@ -1,5 +1,6 @@
 -- Deploy pepsi:workqueue_inject to pg
 -- requires: workqueue
+-- requires: topology
 
 begin;
 
@@ -97,9 +98,15 @@ as $$
 -- that each message knows its body without matching rows back by
 -- position); with p_body_ids, item n shares the existing body
 -- p_body_ids[n] (NULL: none) and its body and headers are ignored.
+-- Each row gets its tube's partition (issue 14):
+-- pepsi.tube_partition(tube, partition_count) of the stored topology,
+-- hashed once per distinct tube of the call; 0 without a topology (slot 0
+-- owns every row).
 -- Nothing is checked here: the caller has checked every item
 -- (workqueue_item_check) or copies a row already stored. No NOTIFY: the
--- caller decides. Tables: workqueue_body, workqueue (insert).
+-- caller decides. Tables: workqueue_body, workqueue (insert); topology (read).
+declare
+    v_count int := (select t.partition_count from pepsi.topology t);
 begin
     return query
     with src as materialized (
@@ -114,13 +121,16 @@ begin
         insert into pepsi.workqueue_body (body_id, headers, body)
         overriding system value
         select s.body_id, s.headers, s.body from src s where s.body_id is not null and p_body_ids is null
+    ), parts as (
+        select d.tube, case when v_count is null then 0 else pepsi.tube_partition(d.tube, v_count) end as partition
+          from (select distinct s.tube from src s) d
     )
     insert into pepsi.workqueue (tube, stage, origin_user, origin_addr, envelope_sender,
                                  recipients, header_from, subject, state, body_id, arrived_at,
-                                 webhook_event_id)
+                                 webhook_event_id, partition)
     select s.tube, s.stage, s.origin_user, s.origin_addr, s.envelope_sender, s.recipients,
-           s.header_from, s.subject, s.state, s.body_id, s.arrived_at, s.webhook_event_id
-      from src s
+           s.header_from, s.subject, s.state, s.body_id, s.arrived_at, s.webhook_event_id, p.partition
+      from src s join parts p on p.tube = s.tube
      order by s.ord
     returning workqueue_id;
 end

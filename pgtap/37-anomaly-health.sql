@@ -4,7 +4,7 @@
 -- dead-tuple check needs committed garbage (39-anomaly-dead-tuples.sql).
 
 begin;
-select plan(13);
+select plan(17);
 
 create function pg_temp.state_of(p_name text, p_now timestamptz default now())
 returns text language sql as $$ select e.state from pepsi.anomaly_evaluate(p_name, p_now) e $$;
@@ -54,6 +54,20 @@ delete from pepsi.workqueue where stage = 'waiting';
 select is(pg_temp.state_of('dispatcher_lock'), 'firing', 'dispatcher_lock fires when no runner holds a dispatcher lock');
 select pg_advisory_xact_lock(1885696115, 0);
 select is(pg_temp.state_of('dispatcher_lock'), 'ok', 'dispatcher_lock is silent while owner slot 0''s lock is held');
+
+-- issue 14: per owner slot of the map, exactly one dispatcher. The map is
+-- written directly: topology_set would hold every slot's lock for the rest
+-- of this transaction (its try-lock), and the check reads only the map.
+insert into pepsi.partition_map select g, g / 4 from generate_series(0, 7) g;
+select is(pg_temp.state_of('dispatcher_lock'), 'firing',
+          'issue 14: dispatcher_lock fires when slot 1 of the map has no dispatcher, though slot 0 has one');
+select is((select array_agg(e.subject || '=' || e.value order by e.subject)
+             from pepsi.anomaly_evaluate('dispatcher_lock', now()) e),
+          '{"owner slot 1=0"}'::text[], 'issue 14: it names the slot without a dispatcher (0), not slot 0 (1)');
+select pg_advisory_xact_lock(1885696115, 1);
+select is(pg_temp.state_of('dispatcher_lock'), 'ok', 'issue 14: silent once each slot of the map has its dispatcher');
+update pepsi.partition_map set owner_slot = 2 where partition >= 6;
+select is(pg_temp.state_of('dispatcher_lock'), 'firing', 'issue 14: fires for slot 2, new in the map, until its runner starts');
 
 select * from finish();
 rollback;

@@ -2,11 +2,11 @@
 
 begin;
 
-drop function pepsi.workqueue_strike(bigint, text, text, text, timestamptz);
-drop function pepsi.workqueue_defer(bigint[], text[], timestamptz, text);
-drop function pepsi.workqueue_release_paused(timestamptz);
-drop function pepsi.workqueue_reset_running();
-drop function pepsi.workqueue_unclaim(bigint[]);
-drop function pepsi.workqueue_requeue(bigint[], text[]);
+drop function pepsi.workqueue_strike(bigint, text, text, text, timestamptz, int[]);
+drop function pepsi.workqueue_defer(bigint[], text[], timestamptz, text, int[]);
+drop function pepsi.workqueue_release_paused(timestamptz, int[]);
+drop function pepsi.workqueue_reset_running(int[]);
+drop function pepsi.workqueue_unclaim(bigint[], int[]);
+drop function pepsi.workqueue_requeue(bigint[], text[], int[]);
 
 commit;

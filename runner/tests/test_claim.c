@@ -114,8 +114,15 @@ int main(void)
     struct claimer *c = claimer_new(&conf);
 
     struct claim_query q = build(c, stages, caps, 2, 0);
-    CHECK_INT(q.n, 15, "the fair claim takes 15 parameters");
+    CHECK_INT(q.n, 16, "the fair claim takes 16 parameters");
     CHECK_CONTAINS(q.sql, "p_lead_sync => $15::boolean[]", "the statement passes p_lead_sync");
+    CHECK_CONTAINS(q.sql, "p_partitions => $16::int[]", "issue 14: the statement passes p_partitions");
+    CHECK(q.params[15] == NULL, "issue 14: no partitions set: NULL, every partition");
+    claim_query_free(&q);
+    claimer_set_partitions(c, "{1,3}");
+    q = build(c, stages, caps, 2, 0);
+    CHECK_STR(q.params[15], "{1,3}", "issue 14: the slot's partitions go with every claim");
+    claimer_set_partitions(c, NULL);
     CHECK_STR(q.params[P_STAGES], "{\"a\"}", "a stage with capacity 0 is left out");
     CHECK_STR(q.params[P_LSENDERS], "{}", "D-139: a new dispatcher sends no lead");
     CHECK_STR(q.params[P_SYNC], "{f}", "D-139: ... and no sync (an idle runner writes nothing)");

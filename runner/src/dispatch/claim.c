@@ -33,6 +33,7 @@ struct claimer {
     struct stage_fair *tables;
     size_t n_tables;
     struct charge *buckets[INFLIGHT_BUCKETS];
+    char *partitions;           /* the slot's partitions, an int[] literal; NULL: all (issue 14) */
 };
 
 struct claimer *claimer_new(const struct conf *conf)
@@ -51,10 +52,17 @@ static void charge_free(struct charge *ch)
     free(ch);
 }
 
+void claimer_set_partitions(struct claimer *c, const char *partitions)
+{
+    free(c->partitions);
+    c->partitions = partitions ? xstrdup(partitions) : NULL;
+}
+
 void claimer_free(struct claimer *c)
 {
     if (c == NULL)
         return;
+    free(c->partitions);
     for (size_t i = 0; i < INFLIGHT_BUCKETS; i++)
         while (c->buckets[i]) {
             struct charge *ch = c->buckets[i];
@@ -117,8 +125,8 @@ static struct charge *charge_take(struct claimer *c, int64_t id)
 
 /* Every array parameter is built by lib/pgarray (issue 13). */
 
-static int build_plain(struct stage *const *stages, const int *caps, size_t n, const char *claim_id,
-                       bool release, struct claim_query *q)
+static int build_plain(const struct claimer *c, struct stage *const *stages, const int *caps, size_t n,
+                       const char *claim_id, bool release, struct claim_query *q)
 {
     struct pgarray st = PGARRAY_INIT, cp = PGARRAY_INIT;
     for (size_t i = 0; i < n; i++) {
@@ -130,12 +138,13 @@ static int build_plain(struct stage *const *stages, const int *caps, size_t n, c
     int included = (int)pgarray_count(&st);
     /* No p_now: the database's clock decides (issue 12). */
     q->sql = "select workqueue_id, stage, sender_key from pepsi.workqueue_claim($1::text[], $2::int[],"
-             " p_release_paused => $3::boolean, p_claim_id => $4::bigint)";
-    q->n = 4;
+             " p_release_paused => $3::boolean, p_claim_id => $4::bigint, p_partitions => $5::int[])";
+    q->n = 5;
     q->params[0] = pgarray_finish(&st);
     q->params[1] = pgarray_finish(&cp);
     q->params[2] = xstrdup(release ? "t" : "f");
     q->params[3] = xstrdup(claim_id);
+    q->params[4] = c->partitions ? xstrdup(c->partitions) : NULL;
     return included;
 }
 
@@ -208,8 +217,8 @@ static int build_fair(struct claimer *c, struct stage *const *stages, const int 
              " from pepsi.workqueue_claim_fair($1::text[], $2::int[], $3::float8[], $4::text[], $5::text[],"
              " $6::float8[], $7::int, $8::text[], $9::int[], p_release_paused => $10::boolean,"
              " p_window_size => $11::int, p_claim_id => $12::bigint, p_lead_base => $13::float8[],"
-             " p_lead_scale => $14::float8[], p_lead_sync => $15::boolean[])";
-    q->n = 15;
+             " p_lead_scale => $14::float8[], p_lead_sync => $15::boolean[], p_partitions => $16::int[])";
+    q->n = 16;
     q->params[0] = pgarray_finish(&a.st);
     q->params[1] = pgarray_finish(&a.cp);
     q->params[2] = pgarray_finish(&a.avg);
@@ -227,6 +236,7 @@ static int build_fair(struct claimer *c, struct stage *const *stages, const int 
     q->params[12] = pgarray_finish(&a.base);
     q->params[13] = pgarray_finish(&a.scale);
     q->params[14] = pgarray_finish(&a.sync);
+    q->params[15] = c->partitions ? xstrdup(c->partitions) : NULL;
     return included;
 }
 
@@ -237,7 +247,7 @@ int claimer_build(struct claimer *c, struct stage *const *stages, const int *cap
     snprintf(id, sizeof id, "%lld", (long long)claim_id);
     memset(q, 0, sizeof *q);
     if (!c->fair_on)
-        return build_plain(stages, caps, n, id, release_paused, q);
+        return build_plain(c, stages, caps, n, id, release_paused, q);
     return build_fair(c, stages, caps, n, id, release_paused, now_ms, q);
 }
 

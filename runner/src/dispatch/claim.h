@@ -24,7 +24,7 @@ struct claimer;
 struct claim_query {
     const char *sql;
     int n;
-    char *params[15];
+    char *params[16];
 };
 
 /* One row of a claim's answer, either statement, read by column name
@@ -50,6 +50,10 @@ struct claim_row *claim_rows(const PGresult *res, int *n);
 /* A claimer for the dispatcher's [pepsi-dispatch] settings. */
 struct claimer *claimer_new(const struct conf *conf);
 void claimer_free(struct claimer *c);
+
+/* The partitions every later claim covers (issue 14): an int[] literal
+ * from lib/topology (copied), or NULL for all. */
+void claimer_set_partitions(struct claimer *c, const char *partitions);
 
 /* Builds the claim for the stages with free capacity (caps[i] for
  * stages[i], 0: skipped). Returns how many stages it covers; the query is

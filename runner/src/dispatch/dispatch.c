@@ -177,6 +177,7 @@ static void runner_teardown(struct runner *r)
     }
     claimer_free(r->claimer);
     free(r->lost_claims);
+    free(r->partitions);
 }
 
 int dispatch_serve(struct conf *conf, const char *config_path, const char *self_dir,

@@ -68,6 +68,16 @@ static void unclaim_done(struct db *db, PGresult *res, void *arg)
     free(uc);
 }
 
+/* The owner slot's partitions (issue 14) as lib/topology confirmed them:
+ * kept for the running-row operations and handed to the claimer. NULL:
+ * all. */
+static void runner_set_partitions(struct runner *r, const char *partitions)
+{
+    free(r->partitions);
+    r->partitions = partitions ? xstrdup(partitions) : NULL;
+    claimer_set_partitions(r->claimer, partitions);
+}
+
 /* Gives back every claim whose answer was lost, in one call, before any
  * new claim (issue 12: any number of them). */
 static void unclaim_lost(struct runner *r)
@@ -78,8 +88,9 @@ static void unclaim_lost(struct runner *r)
     uc->r = r;
     uc->n = r->n_lost_claims;
     char *ids = pgarray_of_int64(r->lost_claims, uc->n);
-    const char *params[] = {ids};
-    db_query(&r->db, "select pepsi.workqueue_unclaim($1::bigint[])", 1, params, DB_UNGATED, unclaim_done, uc);
+    const char *params[] = {ids, r->partitions};
+    db_query(&r->db, "select pepsi.workqueue_unclaim($1::bigint[], $2::int[])", 2, params, DB_UNGATED, unclaim_done,
+             uc);
     free(ids);
 }
 
@@ -143,9 +154,12 @@ static void retopology_done(struct db *db, PGresult *res, void *arg)
     struct runner *r = arg;
     if (res == NULL)
         return;
-    int code = topology_judge(db->conn, res, r->conf, COMPONENT);
+    char *partitions = NULL;
+    int code = topology_judge(db->conn, res, r->conf, COMPONENT, &partitions);
     PQclear(res);
     if (code == 0) {
+        runner_set_partitions(r, partitions);
+        free(partitions);
         db_query(&r->db, LISTEN_SQL, 0, NULL, DB_UNGATED | DB_MULTI, listen_done, r);
     } else if (code == EXIT_CONFIG) {
         /* As relock_refused: off the database first (the connection is
@@ -345,12 +359,15 @@ PGconn *startup_connect(struct runner *r, int *code)
     }
     /* The topology before anything is touched (T-08, T-41): 78 on a
      * mismatch, the running rows of the slot left as they are. */
-    int topo = topology_confirm(c, r->conf, COMPONENT);
+    char *partitions = NULL;
+    int topo = topology_confirm(c, r->conf, COMPONENT, &partitions);
     if (topo != 0) {
         *code = topo;
         PQfinish(c);
         return NULL;
     }
+    runner_set_partitions(r, partitions);
+    free(partitions);
     PGresult *res = PQexec(c, "select pepsi.claim_incarnation()");
     if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
         log_error(COMPONENT, "cannot number this dispatcher's claims: %s", PQerrorMessage(c));
@@ -360,7 +377,10 @@ PGconn *startup_connect(struct runner *r, int *code)
     }
     r->incarnation = strtoll(PQgetvalue(res, 0, 0), NULL, 10);
     PQclear(res);
-    res = PQexec(c, "select pepsi.workqueue_reset_running()");
+    /* Only this slot's running rows: the other slots' are their runners'
+     * (issue 14). */
+    const char *parts[] = {r->partitions};
+    res = PQexecParams(c, "select pepsi.workqueue_reset_running($1::int[])", 1, NULL, parts, NULL, NULL, 0);
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
         log_error(COMPONENT, "cannot reset running messages: %s", PQerrorMessage(c));
         PQclear(res);

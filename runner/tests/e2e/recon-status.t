@@ -25,7 +25,7 @@ is "$?" 0 "status exits 0 when checks fire too"
 like "$(head -n 1 "$out")" "^pepsi: [0-9]+ of $checks checks firing \([0-9]+ critical\), .* ok; last run [0-9-]+ [0-9:]+Z$" \
      "W-42: the summary line answers at a glance"
 like "$(sed -n 3p "$out")" '^STATE +SEVERITY +FAMILY +CHECK +VALUE +EXPECTED +SUBJECT +SINCE$' "a header row"
-like "$(sed -n 4p "$out")" '^firing +critical +health +dispatcher_lock +0 dispatchers +>= 1 dispatchers +dispatchers +[0-9-]+ [0-9:]+Z$' \
+like "$(sed -n 4p "$out")" '^firing +critical +health +dispatcher_lock +0 dispatchers +1 .. 1 dispatchers +owner slot 0 +[0-9-]+ [0-9:]+Z$' \
      "W-42: with no runner, dispatcher_lock fires, first: value, range, subject, since when"
 is "$(wc -l <"$out")" $((checks + 3)) "one line per check, a summary and a header"
 like "$(grep ' messages_missing_event ' "$out")" '^ok +critical +referential +messages_missing_event +0 messages +<= 0 messages' \
