@@ -1,6 +1,7 @@
 -- Deploy pepsi:workqueue_claim to pg
 -- requires: workqueue
 -- requires: topology
+-- requires: tubes
 
 begin;
 
@@ -43,6 +44,12 @@ as $$
 -- that the dispatcher's POLL_INTERVAL heartbeat is one round trip that is
 -- also the paused sweep; the probe is an index range scan on
 -- workqueue_paused_idx that finds nothing when nothing is due.
+-- A paused tube's rows (pepsi.tube_pause, issue 14) are skipped until
+-- p_now reaches the pause's end; with p_release_paused expired pauses are
+-- swept (pepsi.tube_pause_current). The check is a sub-select on the
+-- row's id behind "v_paused is null", so that with no tube paused the
+-- scan stays index-only and pays nothing; while one is, each row scanned
+-- costs a primary-key probe (the scan steps over the paused tube's rows).
 -- p_claim_id is stored with each row: pepsi.workqueue_unclaim gives back
 -- the rows of a claim whose answer was lost. p_now is claimed_at and the
 -- paused rows' clock: the dispatcher leaves it to the database, so that
@@ -50,10 +57,12 @@ as $$
 -- NULL stage and cap arrays claim nothing. Raises PX003 when the arrays differ in
 -- length, a cap is NULL or < 0, a stage is NULL or listed twice, or p_now
 -- is NULL.
--- Tables: workqueue (update); topology (read).
+-- Tables: workqueue (update); topology (read); tube_pause (read; delete
+-- with p_release_paused).
 #variable_conflict use_column
 declare
     v_parts int[] := pepsi.topology_partitions(p_partitions);
+    v_paused text[]; -- tubes paused at p_now (issue 14), NULL when none
 begin
     if cardinality(p_stages) is distinct from cardinality(p_caps) then
         raise exception 'stages and caps differ in length (% and %)',
@@ -77,6 +86,7 @@ begin
     if p_release_paused then
         perform pepsi.workqueue_release_due(p_now, p_partitions);
     end if;
+    v_paused := pepsi.tube_pause_current(p_now, p_release_paused);
 
     return query
     update pepsi.workqueue w
@@ -89,6 +99,9 @@ begin
                               cross join lateral (
                                   select q.workqueue_id from pepsi.workqueue q
                                    where q.stage = s.stage and q.partition = p.partition and q.status = 'pending'
+                                     and (v_paused is null or not exists (
+                                          select 1 from pepsi.workqueue t
+                                           where t.workqueue_id = q.workqueue_id and t.tube = any (v_paused)))
                                    order by q.workqueue_id
                                    limit s.cap) q
                         order by q.workqueue_id
