@@ -5,6 +5,8 @@
 #include "lib/overlay.h"
 #include "lib/util.h"
 
+#include <jansson.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -114,4 +116,37 @@ void named_deltas_free(struct named_delta *d, size_t n)
     for (size_t i = 0; i < n; i++)
         free(d[i].name);
     free(d);
+}
+
+/* One stage as pepsi.stage_served_publish takes it; NULL when out of
+ * memory. */
+static json_t *stage_json(const struct stage_conf *s)
+{
+    json_t *refs = json_object();
+    if (refs == NULL)
+        return NULL;
+    const char *keys[] = {"NEXT", "BOUNCE_STAGE", "THEN", "ELSE"};
+    const char *vals[] = {s->next, s->bounce_stage, conf_stage_own(s, "THEN"), conf_stage_own(s, "ELSE")};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        if (vals[i] && *vals[i] && json_object_set_new(refs, keys[i], json_string(vals[i])) != 0) {
+            json_decref(refs);
+            return NULL;
+        }
+    }
+    return json_pack("{s:s, s:s?, s:o}", "stage", s->name, "program", s->program, "refs", refs);
+}
+
+char *stagetab_graph_json(const struct stagetab *t)
+{
+    json_t *arr = json_array();
+    for (size_t i = 0; arr && i < t->conf.n_stages; i++) {
+        json_t *one = stage_json(&t->conf.stages[i]);
+        if (one == NULL || json_array_append_new(arr, one) != 0) {
+            json_decref(arr);
+            arr = NULL;
+        }
+    }
+    char *out = arr ? json_dumps(arr, JSON_COMPACT) : NULL;
+    json_decref(arr);
+    return out;
 }

@@ -36,6 +36,16 @@ struct named_delta {
 struct stagetab *stagetab_load(const char *path, const PGresult *res, struct pool_env *env,
                                char *err, size_t errlen);
 
+/* The statement that publishes the graph a dispatcher serves (issue 15):
+ * $1 the owner slot, $2 stagetab_graph_json(). */
+#define STAGETAB_PUBLISH_SQL "select pepsi.stage_served_publish($1::int, $2::jsonb)"
+
+/* t's stages as [{"stage", "program", "refs": {"NEXT", "BOUNCE_STAGE",
+ * "THEN", "ELSE"}}] for pepsi.stage_served, so that config_set can check
+ * PROGRAM and stage references against the file it cannot read. A
+ * malloc'd string, NULL when out of memory. */
+char *stagetab_graph_json(const struct stagetab *t);
+
 /* The stage called name in t, or NULL. */
 struct stage *stagetab_find(struct stagetab *t, const char *name);
 
