@@ -28,9 +28,9 @@
 --     runner's syntax (conf_value.c; pepsi.conf_duration_ms, checked
 --     against testdata/conf-value-vectors.json by pgtap/15 and test_conf),
 --     stage names, tristate, option lists;
---   - the graph: the stages SQL knows are those the dispatchers published
---     (pepsi.stage_served, written at each start-up and reload) and the
---     overlay's own sections, less the sections it removed. The changed
+--   - the graph: the file's sections as the dispatchers published them
+--     (pepsi.stage_served, written at each start-up and reload) with the
+--     overlay laid over them as the runner does (pepsi.config_graph). The changed
 --     stage must have a PROGRAM, every stage it names (NEXT, BOUNCE_STAGE,
 --     THEN, ELSE) must be known, and no known stage may name a stage that
 --     config_remove_stage removes.
@@ -283,16 +283,17 @@ returns table (stage text, program text, refs jsonb)
 language sql stable
 set search_path = pg_catalog, pepsi, pg_temp
 as $$
--- The stage graph as SQL knows it: the stages the dispatchers last
--- published (the newest row per stage) and the overlay's sections, less
--- the sections the overlay removed; PROGRAM and the stage references
--- (NEXT, BOUNCE_STAGE, THEN, ELSE: refs, only those set) with the
--- overlay's rows over the published ones.
+-- The stage graph as SQL knows it, merged as the runner merges it: the
+-- file's sections the dispatchers last published (the newest row per
+-- stage) and the overlay's sections, less the sections the overlay
+-- removed; PROGRAM and the stage references (NEXT, BOUNCE_STAGE, THEN,
+-- ELSE: refs, only those set) with the overlay's rows over the file's.
     with ov as (
         select substr(o.section, 7) as stage, o.key, o.value from pepsi.config_override o
     ), pub as (
         select distinct on (s.stage) s.stage, s.program, s.refs
-          from pepsi.stage_served s order by s.stage, s.published_at desc, s.owner_slot
+          from pepsi.stage_served s where s.in_file
+         order by s.stage, s.published_at desc, s.owner_slot
     ), names as (
         select p.stage from pub p union select o.stage from ov o where o.key <> '*'
         except select o.stage from ov o where o.key = '*'

@@ -6,7 +6,7 @@
 -- with the C side on testdata/conf-value-vectors.json (test_conf checks
 -- the same file).
 begin;
-select plan(40);
+select plan(45);
 
 -- ---- the shared vectors ----
 create temp table dur on commit drop as
@@ -99,6 +99,27 @@ select pg_advisory_lock(k.class_id, k.object_id) from pepsi.lock_key('dispatcher
 select is((select array_agg(stage order by stage) from pepsi.stage_served_live()), array['a', 'b', 'c'],
           'with slot 0''s dispatcher lock held, its published stages are served');
 select pg_advisory_unlock(k.class_id, k.object_id) from pepsi.lock_key('dispatcher', 0) k;
+
+-- ---- the anomaly check: messages at a stage nobody serves ----
+create function pg_temp.unserved() returns text language sql as $$
+    select e.state || ':' || coalesce(e.subject, '') || ':' || coalesce(e.value::text, '')
+      from pepsi.anomaly_evaluate('unserved_stage', now()) e $$;
+delete from pepsi.workqueue;
+select pepsi.anomaly_refresh();
+select is(pg_temp.unserved(), 'ok:all:0', 'issue 15: unserved_stage is silent on an empty queue');
+select pepsi.workqueue_inject('a');
+select pepsi.workqueue_inject('nosuch') from generate_series(1, 2);
+select pepsi.anomaly_refresh();
+select is(pg_temp.unserved(), 'firing:nosuch:2',
+          'issue 15: with no dispatcher holding a lock, messages at a and nosuch are unserved; nosuch, with more, is named');
+select pg_advisory_lock(k.class_id, k.object_id) from pepsi.lock_key('dispatcher', 0) k;
+select is(pg_temp.unserved(), 'firing:nosuch:2',
+          'issue 15: with slot 0 served, a is served, and the 2 messages at nosuch still fire');
+delete from pepsi.workqueue where stage = 'nosuch';
+select pepsi.anomaly_refresh();
+select is(pg_temp.unserved(), 'ok:a:0', 'issue 15: silent once every pending message is at a served stage');
+select pg_advisory_unlock(k.class_id, k.object_id) from pepsi.lock_key('dispatcher', 0) k;
+select is(pg_temp.unserved(), 'firing:a:1', 'issue 15: fires when the dispatcher serving a stops (its lock is gone)');
 
 select ok(not has_function_privilege('pepsi_runner', 'pepsi.config_value_check(text, text, text)', 'execute'),
           'the checks are the owner''s helpers');

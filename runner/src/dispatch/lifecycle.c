@@ -314,7 +314,7 @@ void signal_cb(uv_signal_t *h, int signum)
  * dispatcher that cannot say what it serves still serves it. */
 static void publish_stages_sync(struct runner *r, PGconn *c)
 {
-    char *json = stagetab_graph_json(r->tabs);
+    char *json = stagetab_publish_json(r->tabs, r->config_path);
     char slot[16];
     snprintf(slot, sizeof slot, "%d", r->conf->owner_slot);
     const char *params[] = {slot, json};

@@ -27,7 +27,7 @@ static void reload_timer_cb(uv_timer_t *t)
  * logged by db_query and the next reload publishes again. */
 static void publish_stages(struct runner *r)
 {
-    char *json = stagetab_graph_json(r->tabs);
+    char *json = stagetab_publish_json(r->tabs, r->config_path);
     if (json == NULL) {
         log_warning(COMPONENT, "cannot encode the stage graph for pepsi.stage_served");
         return;
