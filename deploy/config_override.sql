@@ -321,25 +321,29 @@ as $$
 -- Raises PX044 when, after a change of [stage-<p_stage>], the graph SQL
 -- knows (pepsi.config_graph) has that stage without a PROGRAM, that stage
 -- naming a stage it does not know, or another stage naming p_stage when
--- p_stage is gone. Read after the change, in its transaction.
+-- p_stage is gone. Read after the change, in its transaction; the graph
+-- is built once.
 declare
     r record;
 begin
-    select g.stage into r from pepsi.config_graph() g
-     where g.stage = p_stage and coalesce(g.program, '') = '';
-    if found then
-        raise exception 'section [stage-%]: PROGRAM is required', p_stage using errcode = 'PX044',
-            hint = 'A stage that no runner has published yet needs config_set(stage, ''PROGRAM'', ...) first.';
-    end if;
-    for r in select g.stage, e.key, e.value as target
-               from pepsi.config_graph() g cross join lateral jsonb_each_text(g.refs) e
-              where (g.stage = p_stage or e.value = p_stage)
-                and not exists (select from pepsi.config_graph() t where t.stage = e.value)
-              order by g.stage = p_stage desc, g.stage, e.key limit 1 loop
+    for r in with g as materialized (select * from pepsi.config_graph())
+             select 'program' as what, g.stage, null as key, null as target
+               from g where g.stage = p_stage and coalesce(g.program, '') = ''
+             union all
+             (select 'ref', g.stage, e.key, e.value
+                from g cross join lateral jsonb_each_text(g.refs) e
+               where (g.stage = p_stage or e.value = p_stage)
+                 and not exists (select from g t where t.stage = e.value)
+               order by g.stage = p_stage desc, g.stage, e.key)
+             limit 1 loop
+        if r.what = 'program' then
+            raise exception 'section [stage-%]: PROGRAM is required', p_stage using errcode = 'PX044',
+                hint = 'A stage that no runner has published yet needs config_set(stage, ''PROGRAM'', ...) first.';
+        end if;
         raise exception 'key "%" in [stage-%]: no section [stage-%]', r.key, r.stage, r.target
             using errcode = 'PX044',
             hint = case when r.stage = p_stage
-                        then 'The stages SQL knows are those the runners published (pepsi.stage_served) and the overlay''s; add the target first.'
+                        then 'The stages SQL knows are the file''s, as the runners published them (pepsi.stage_served), and the overlay''s; add the target first.'
                         else format('[stage-%s] names it: change its %s first.', r.stage, r.key) end;
     end loop;
 end
