@@ -61,11 +61,11 @@ static int read_failures(const char *path)
 static void write_failures(const char *path, int n)
 {
     FILE *f = fopen(path, "w");
-    if (f == NULL || fprintf(f, "%d\n", n) < 0 || fclose(f) != 0) {
+    bool ok = f != NULL && fprintf(f, "%d\n", n) >= 0;
+    if (f != NULL && fclose(f) != 0)
+        ok = false;
+    if (!ok)
         log_warning("service", "cannot record the start-up failure in \"%s\": %s", path, strerror(errno));
-        if (f)
-            fclose(f);
-    }
 }
 
 void service_refused(const char *component, int code)
