@@ -7,8 +7,10 @@
 #    a config_changed reload.
 #  - SIGUSR1 and SIGUSR2 are logged and ignored: the runner goes on serving.
 #  - maintain: SIGHUP re-reads the stage limits; SIGUSR1 does not kill it.
+#  - ingress: SIGHUP reloads the webhook providers; SIGUSR1 does not kill it.
 . "$(dirname "$0")/lib.sh"
-plan 16
+. "$(dirname "$0")/ingress-lib.sh"
+plan 21
 
 conf=$E2E_DIR/pepsi.conf
 write_conf "$conf" <<EOF
@@ -88,4 +90,20 @@ kill -USR1 "$RUNNER_PID"
 ok "maintain: SIGUSR1 is logged" wait_cmd 10 runner_log_has 'received SIGUSR1; ignored'
 stop_runner
 is "$?" 0 "maintain: still alive after SIGUSR1, SIGTERM stops it with 0"
+
+# ---- ingress ----
+
+iconf=$E2E_DIR/ingress.conf
+ingress_conf "$iconf" </dev/null
+ok "ingress starts" start_ingress "$iconf"
+loads() { grep -c 'loaded [0-9]* webhook provider' "$INGRESS_LOG"; }
+loaded_since() { [ "$(loads)" -gt "$1" ]; }
+n=$(loads)
+kill -HUP "$INGRESS_PID"
+ok "ingress: SIGHUP reloads the webhook providers" wait_cmd 10 loaded_since "$n"
+like "$(cat "$INGRESS_LOG")" 'received SIGHUP; reloading the webhook providers' "ingress: and says so"
+kill -USR1 "$INGRESS_PID"
+ok "ingress: SIGUSR1 is logged" wait_ingress_log 'received SIGUSR1; ignored' 10
+stop_ingress
+is "$?" 0 "ingress: still alive after SIGUSR1, SIGTERM stops it with 0"
 done_testing

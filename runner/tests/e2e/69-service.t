@@ -28,6 +28,7 @@ with open(sys.argv[2], "a", buffering=1) as out:
 ' "$sock" "$notes" &
 for _ in $(seq 1 50); do [ -S "$sock" ] && break; sleep 0.1; done
 pings() { grep -c '^WATCHDOG=1$' "$notes"; }
+pinged_since() { [ "$(pings)" -gt "$1" ]; }
 
 conf=$E2E_DIR/pepsi.conf
 write_conf "$conf" <<EOF
@@ -52,7 +53,7 @@ sleep 1
 n3=$(pings)
 kill -CONT "$RUNNER_PID"
 is "$((n3 - n2))" 0 "a stopped runner sends no WATCHDOG=1"
-ok "it pings again once it runs" wait_cmd 5 test "$(pings)" -gt "$n3"
+ok "it pings again once it runs" wait_cmd 5 pinged_since "$n3"
 stop_runner
 is "$?" 0 "runner stops"
 
