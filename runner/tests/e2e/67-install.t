@@ -9,9 +9,11 @@
 # binary as the pepsi user (runuser) with the INSTALLED configuration,
 # only its CONNINFO adapted to the test database: it reads the file, serves
 # its three stages and a message goes through. A second install keeps the
-# edited configuration; `make uninstall` removes the rest.
+# edited configuration; as root without DESTDIR (every directory moved
+# under the test's), make install applies the sysusers file itself;
+# `make uninstall` removes all but the configuration.
 . "$(dirname "$0")/lib.sh"
-plan 29
+plan 32
 
 root_user() { [ "$(id -u)" = 0 ]; }
 skip() { echo "ok $((_t_n + 1)) # skip $1"; _t_n=$((_t_n + 1)); }
@@ -122,6 +124,21 @@ if root_user; then
     like "$(cat "$RUNNER_LOG")" 'dispatch: serving 3 stage' "its log is the runner's own"
 else
     for _ in 1 2 3 4 5 6; do skip "not root: cannot run the runner as the pepsi user"; done
+fi
+
+# ---- without DESTDIR, as root: the sysusers file is applied ----
+
+# Every directory moved under the test's own, so nothing of this machine
+# changes but the pepsi user (already made above, from the same file).
+if root_user; then
+    live=$E2E_DIR/live
+    ok "as root without DESTDIR: make install" make_logged install PREFIX="$live/usr" SYSCONFDIR="$live/etc" \
+       UNITDIR="$live/units" SYSUSERSDIR="$live/sysusers.d"
+    ok "it applies the installed sysusers.d file with systemd-sysusers" \
+       grep -qxF "systemd-sysusers $live/sysusers.d/pepsi.conf" "$E2E_DIR/install.log"
+    is "$(mode_of "$live/etc/pepsi/pepsi.conf")" "640 root:pepsi" "and installs the configuration 0640 root:pepsi"
+else
+    for _ in 1 2 3; do skip "not root: make install without DESTDIR would not apply the sysusers file"; done
 fi
 
 # ---- make uninstall ----
