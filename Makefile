@@ -269,8 +269,9 @@ install: all
 	for u in $(UNITS); do \
 		sed 's|/usr/local/bin/|$(BINDIR)/|g; s|/usr/local/share/|$(PREFIX)/share/|g' conf/$$u.service \
 			> $(DESTDIR)$(UNITDIR)/$$u.service && chmod 644 $(DESTDIR)$(UNITDIR)/$$u.service || exit 1; done
-	install -m 644 man/$(MAN8) $(DESTDIR)$(MANDIR)/man8/$(MAN8)
-	install -m 644 man/$(MAN5) $(DESTDIR)$(MANDIR)/man5/$(MAN5)
+	sed 's|/usr/local/|$(PREFIX)/|g' man/$(MAN8) > $(DESTDIR)$(MANDIR)/man8/$(MAN8)
+	sed 's|/usr/local/|$(PREFIX)/|g' man/$(MAN5) > $(DESTDIR)$(MANDIR)/man5/$(MAN5)
+	chmod 644 $(DESTDIR)$(MANDIR)/man8/$(MAN8) $(DESTDIR)$(MANDIR)/man5/$(MAN5)
 	install -m 644 README.md $(DESTDIR)$(DOCDIR)/README.md
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR)
 	install -m 644 runner/src/sdk/pepsi-worker.h $(DESTDIR)$(INCLUDEDIR)/pepsi-worker.h
