@@ -12,6 +12,7 @@
 #include "lib/topology.h"
 #include "lib/util.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -277,13 +278,25 @@ void shutdown_progress(struct runner *r)
     uv_stop(r->loop);
 }
 
+/* A worker asked to stop finishes what it holds under its stage's
+ * MAX_RUNTIME: the whole stop waits for the longest of them. */
+static int64_t longest_max_runtime(const struct runner *r)
+{
+    int64_t longest = 0;
+    for (const struct stagetab *t = r->tabs; t; t = t->next)
+        for (size_t i = 0; i < t->n_stages; i++)
+            if (t->stages[i].conf->max_runtime_ms > longest)
+                longest = t->stages[i].conf->max_runtime_ms;
+    return longest;
+}
+
 void begin_shutdown(struct runner *r, int code, bool kill_now)
 {
     if (!r->shutting_down) {
         r->shutting_down = true;
         r->env.shutting_down = true;
         r->exit_code = code;
-        r->shutdown_deadline_ms = now_ms() + SHUTDOWN_LIMIT_MS;
+        r->shutdown_deadline_ms = now_ms() + (uint64_t)longest_max_runtime(r) + SHUTDOWN_LIMIT_MS;
         sd_notify(0, "STOPPING=1");
         log_info(COMPONENT, "shutting down: %d worker(s), %d message(s) in flight", total_workers(r),
                  total_inflight(r));
@@ -306,6 +319,30 @@ void signal_cb(uv_signal_t *h, int signum)
     log_info(COMPONENT, "received %s", strsignal(signum));
     /* A second signal does not wait for workers to finish their message. */
     begin_shutdown(r, r->exit_code, r->signals > 1);
+}
+
+/* A reload on the operator's word rather than the database's: the same
+ * path as a config_changed whose version moved (D-116..D-120). */
+void hup_cb(uv_signal_t *h, int signum)
+{
+    struct runner *r = h->data;
+    (void)signum;
+    if (r->shutting_down) {
+        log_notice(COMPONENT, "received SIGHUP while shutting down; nothing to reload");
+        return;
+    }
+    log_notice(COMPONENT, "received SIGHUP; re-reading the stage graph (%s and the overlay) as config_changed does",
+               r->config_path);
+    reload_request(r);
+}
+
+/* The default action of SIGUSR1/2 would kill the runner without a word. */
+void usr_cb(uv_signal_t *h, int signum)
+{
+    struct runner *r = h->data;
+    log_notice(COMPONENT, "received %s; ignored (%d worker(s), %d message(s) in flight%s)",
+               signum == SIGUSR1 ? "SIGUSR1" : "SIGUSR2", total_workers(r), total_inflight(r),
+               r->shutting_down ? ", shutting down" : "");
 }
 
 /* ---- start-up ---- */

@@ -863,11 +863,14 @@ void stage_stop(struct stage *s, bool kill_now)
             continue;
         }
         /* SIGTERM to the worker alone: the SDK finishes the message in
-         * hand, answers it and exits; EOF tells any other program. */
+         * hand, answers it and exits; EOF tells any other program. What
+         * it holds runs under MAX_RUNTIME, as when a worker is recycled
+         * (issue 15: the unit's TimeoutStopSec follows MAX_RUNTIME); the
+         * grace period starts once its queue is empty. */
         if (!w->exited && w->pid > 0 && kill(w->pid, SIGTERM) != 0 && errno != ESRCH)
             log_warning(s->name, "cannot signal worker pid=%d: %s", w->pid, strerror(errno));
         w->state = WORKER_CLOSING;
-        w->close_deadline_ms = now + CLOSE_GRACE_MS;
+        w->close_deadline_ms = w->count == 0 ? now + CLOSE_GRACE_MS : 0;
         worker_close_stdin(w);
     }
 }

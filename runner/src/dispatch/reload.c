@@ -99,6 +99,11 @@ static void reload(struct runner *r)
     db_query(&r->db, OVERLAY_SQL, 0, NULL, 0, reload_done, r);
 }
 
+void reload_request(struct runner *r)
+{
+    reload(r);
+}
+
 /* SHARE_TELEMETRY changed in the file: workers read it once, so retire
  * them all; the stage table stays (D-116). */
 static void retire_workers(struct runner *r)
