@@ -244,7 +244,7 @@ create table pepsi.anomaly_sample (
 );
 
 comment on table pepsi.anomaly_sample is
-    'Snapshots of cumulative counters taken by each anomaly_run (kept two days): source stage (per stage: stages_executed, failed, strikes, tempfailed), ingress (subject all: stored, duplicate; subject <reason>: rejected) and table (per queue table: modified, rows inserted + updated + deleted, for dead_tuple_ratio). Rates are differences over a window (anomaly_delta).';
+    'Snapshots of cumulative counters taken by each anomaly_run (kept two days): source stage (per stage: stages_executed, failed, strikes, tempfailed), ingress (subject all: stored, duplicate; subject <reason>: rejected) table (per queue table: modified, rows inserted + updated + deleted, for dead_tuple_ratio) and dispatcher (subject owner slot N: holders, the sessions holding its dispatcher lock, for dispatcher_lock; the latest of each slot is kept past two days). Rates are differences over a window (anomaly_delta).';
 
 create function pepsi.dispatcher_slots()
 returns table (owner_slot int, holders int)
