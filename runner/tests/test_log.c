@@ -33,7 +33,7 @@ static void check_sd_prefix(void)
     static const enum log_level want[] = {PLOG_ERROR, PLOG_ERROR, PLOG_ERROR,  PLOG_ERROR,
                                           PLOG_WARNING, PLOG_NOTICE, PLOG_INFO, PLOG_DEBUG};
     for (int n = 0; n <= 7; n++) {
-        char line[16];
+        char line[32];
         snprintf(line, sizeof line, "<%d>text", n);
         enum log_level got = PLOG_INFO;
         CHECK_INT(log_sd_prefix(line, strlen(line), &got), 3, "issue 15: \"<%d>\" is a prefix of 3 bytes", n);
