@@ -840,7 +840,18 @@ insert into pepsi.anomaly_check (name, family, reads, unit, min_value, max_value
               and a.sampled_at > coalesce((select max(b.sampled_at) from pepsi.anomaly_sample b
                                             where b.source = a.source and b.counter = a.counter
                                               and b.subject = a.subject and b.value > 0 and b.sampled_at <= $1),
-                                          '-infinity')) u on true$m$);
+                                          '-infinity')) u on true$m$),
+-- issue 15: a stage no running dispatcher serves. Each dispatcher
+-- publishes the stages it serves (pepsi.stage_served) at start-up and on
+-- every reload; a slot serves them while its dispatcher lock is held
+-- (pepsi.stage_served_live). Evaluated on each anomaly_run (every
+-- ANOMALY_INTERVAL, 1 minute by default), so it fires within a minute.
+('unserved_stage', 'health', 'matview', 'messages', null, 0, 'warning',
+ 'Messages pending at a stage that no running dispatcher serves: no dispatcher holding its owner slot''s lock published that stage (pepsi.stage_served_live). A message injected at a misspelt or removed stage, or at one only a stopped runner served, otherwise waits silently.',
+ $m$select coalesce(q.stage, 'all'),
+           case when q.stage is null or exists (select 1 from pepsi.stage_served_live() s where s.stage = q.stage)
+                then 0 else q.messages end
+      from (select 1) one left join pepsi.anomaly_queue_mv q on q.status = 'pending'$m$);
 
 revoke all on table pepsi.ingress_stats, pepsi.anomaly_event_mv, pepsi.anomaly_queue_mv, pepsi.anomaly_orphan_mv,
                     pepsi.anomaly_gap_mv, pepsi.anomaly_sample, pepsi.anomaly_check, pepsi.anomaly_state,

@@ -36,6 +36,8 @@ insert into fn_doc values
     ('workqueue_strike',              '{pepsi_runner}'),
     ('workqueue_body_gc',             '{pepsi_runner}'),
     ('stats_flush',                   '{pepsi_runner}'),
+    ('stage_served_publish',          '{pepsi_runner}'),
+    ('stage_served_live',             '{pepsi_reader,pepsi_runner}'),
     ('reconcile',                     '{pepsi_runner}'),
     ('anomaly_run',                   '{pepsi_runner}'),
     ('anomaly_refresh',               '{pepsi_runner}'),
@@ -113,7 +115,10 @@ insert into fn_doc values
     ('transition_failed_state', '{}'),
     -- issue 14: the topology's helpers (owner only)
     ('topology_fingerprint_of', '{}'), ('topology_read', '{}'), ('topology_write', '{}'),
-    ('topology_map_check', '{}'), ('topology_partitions', '{}');
+    ('topology_map_check', '{}'), ('topology_partitions', '{}'),
+    -- issue 15: overlay validation, called only by config_set and its siblings
+    ('conf_duration_ms', '{}'), ('conf_edit_distance', '{}'), ('conf_key_typo', '{}'),
+    ('config_value_check', '{}'), ('config_graph', '{}'), ('config_graph_check', '{}');
 
 -- Functions known to lack their revoke, left out of the per-role
 -- comparisons while a fix is under way: none today.
@@ -134,6 +139,7 @@ insert into rel_doc values
     ('anomaly_dashboard',      '{pepsi_reader,pepsi_runner}'),
     ('stage_stats',            '{pepsi_reader}'),
     ('dispatch_stats',         '{pepsi_reader}'),
+    ('stage_served',           '{pepsi_reader}'),
     ('config_override',        '{pepsi_reader}'),
     ('config_key',             '{pepsi_reader}'),
     ('settings',               '{pepsi_reader}'),

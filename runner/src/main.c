@@ -149,6 +149,14 @@ static int serve(struct conf *conf, const char *path)
         return 1;
     }
     char *dir = self_dir();
+    /* Issue 15: a PROGRAM that cannot run, or a key a built-in stage does
+     * not know, is a configuration error now, not at the first message. */
+    if (stages_check_programs(conf, dir, err, sizeof err) != 0) {
+        log_error("config", "%s", err);
+        free(dir);
+        worker_auth_cleanup(&auth);
+        return EXIT_CONFIG;
+    }
     int code = dispatch_serve(conf, path, dir, &auth);
     free(dir);
     worker_auth_cleanup(&auth);

@@ -310,6 +310,22 @@ void signal_cb(uv_signal_t *h, int signum)
 
 /* ---- start-up ---- */
 
+/* Publishes the first table's graph (issue 15): best effort, as a
+ * dispatcher that cannot say what it serves still serves it. */
+static void publish_stages_sync(struct runner *r, PGconn *c)
+{
+    char *json = stagetab_publish_json(r->tabs, r->config_path);
+    char slot[16];
+    snprintf(slot, sizeof slot, "%d", r->conf->owner_slot);
+    const char *params[] = {slot, json};
+    PGresult *res = json ? PQexecParams(c, STAGETAB_PUBLISH_SQL, 2, NULL, params, NULL, NULL, 0) : NULL;
+    if (res == NULL || PQresultStatus(res) != PGRES_TUPLES_OK)
+        log_warning(COMPONENT, "cannot publish the stage graph to pepsi.stage_served: %s",
+                    json ? PQerrorMessage(c) : "out of memory");
+    PQclear(res);
+    free(json);
+}
+
 /* The first stage table: the file with the overlay (D-117). A graph that
  * cannot be parsed refuses to start (78). */
 static int startup_stages(struct runner *r, PGconn *c, int *code)
@@ -331,6 +347,7 @@ static int startup_stages(struct runner *r, PGconn *c, int *code)
     if (r->tabs->n_stages == 0)
         log_warning(COMPONENT, "no [stage-*] section in %s or the overlay; waiting for config_changed",
                     r->config_path);
+    publish_stages_sync(r, c);
     return 0;
 }
 

@@ -35,7 +35,12 @@ echo garbage >"$E2E_DIR/startup.g"
 echo hang >"$E2E_DIR/startup.s"
 echo hang >"$E2E_DIR/startup.z"
 
+# A PROGRAM missing at start-up refuses the runner (issue 15,
+# 70-start-checks.t): this one goes away once the runner serves.
+printf '#!/bin/sh\nexit 1\n' >"$E2E_DIR/no-such-program"
+chmod +x "$E2E_DIR/no-such-program"
 ok "runner starts" start_runner "$conf"
+rm -f "$E2E_DIR/no-such-program"
 sql "select pepsi.workqueue_inject(s) from unnest('{g,m,s}'::text[]) s" >/dev/null
 
 ok "D-25, D-27: a worker that answers something else than ready is torn down" \
