@@ -98,7 +98,7 @@ insert into fn_doc values
     ('webhook_backfill_inject', '{}'), ('webhook_backfill_due', '{}'), ('webhook_backfill_check_id', '{}'),
     ('webhook_event_delivered', '{}'), ('webhook_event_digest', '{}'), ('reconcile_flag', '{}'),
     ('reconcile_lost', '{}'), ('reconcile_stuck', '{}'), ('reconcile_links', '{}'), ('reconcile_digests', '{}'),
-    ('reconcile_gaps', '{}'), ('reconcile_retention', '{}'), ('anomaly_sample_take', '{}'),
+    ('reconcile_gaps', '{}'), ('reconcile_retention', '{}'), ('anomaly_sample_take', '{}'), ('dispatcher_slots', '{}'),
     ('anomaly_delta', '{}'), ('control_signal_send', '{}'), ('config_override_changed', '{}'),
     ('user_address_add', '{}'), ('user_address_remove', '{}'), ('user_address_owns', '{}'),
     ('settings_put', '{}'), ('settings_option_operator_only', '{}'), ('reconcile_stamp', '{}'),

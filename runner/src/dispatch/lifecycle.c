@@ -201,8 +201,8 @@ static void reconnected_cb(PGconn *c, const char *why, bool overload, void *arg)
     (void)overload;
     r->connecting = NULL;
     if (c == NULL) {
-        log_warning(COMPONENT, "cannot reconnect to the database: %s; trying again in %d ms", why,
-                    r->reconnect_delay_ms);
+        log_warning(COMPONENT, "cannot reconnect to the database: %s; trying again in %s", why,
+                    LOG_DURATION(r->reconnect_delay_ms));
         schedule_reconnect(r);
         return;
     }
@@ -226,7 +226,7 @@ static void reconnect_cb(uv_timer_t *t)
     r->connecting = aconn_start(r->loop, r->conf->conninfo, r->conf->connect_timeout_ms, "pepsi-runner",
                                 reconnected_cb, r);
     if (r->connecting == NULL) {
-        log_error(COMPONENT, "cannot start a connection attempt; trying again in %d ms", r->reconnect_delay_ms);
+        log_error(COMPONENT, "cannot start a connection attempt; trying again in %s", LOG_DURATION(r->reconnect_delay_ms));
         schedule_reconnect(r);
     }
 }
@@ -370,7 +370,7 @@ static int startup_stages(struct runner *r, PGconn *c, int *code)
     char err[1024];
     PGresult *res = PQexec(c, OVERLAY_SQL);
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-        log_error(COMPONENT, "cannot read the configuration overlay: %s", PQerrorMessage(c));
+        log_error(COMPONENT, "cannot read the configuration overlay: %s", pgerr_conn_message(c));
         PQclear(res);
         return -1;
     }
@@ -424,7 +424,7 @@ PGconn *startup_connect(struct runner *r, int *code)
     free(partitions);
     PGresult *res = PQexec(c, "select pepsi.claim_incarnation()");
     if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
-        log_error(COMPONENT, "cannot number this dispatcher's claims: %s", PQerrorMessage(c));
+        log_error(COMPONENT, "cannot number this dispatcher's claims: %s", pgerr_conn_message(c));
         PQclear(res);
         PQfinish(c);
         return NULL;
@@ -436,7 +436,7 @@ PGconn *startup_connect(struct runner *r, int *code)
     const char *parts[] = {r->partitions};
     res = PQexecParams(c, "select pepsi.workqueue_reset_running($1::int[])", 1, NULL, parts, NULL, NULL, 0);
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-        log_error(COMPONENT, "cannot reset running messages: %s", PQerrorMessage(c));
+        log_error(COMPONENT, "cannot reset running messages: %s", pgerr_conn_message(c));
         PQclear(res);
         PQfinish(c);
         return NULL;

@@ -105,8 +105,8 @@ static void listen_done(struct db *db, PGresult *res, void *arg)
         schedule_retry(m);
         return;
     }
-    log_info(COMPONENT, "connected: reconciliation every %lld ms, anomaly checks every %lld ms",
-             (long long)m->conf->reconcile_interval_ms, (long long)m->conf->anomaly_interval_ms);
+    log_info(COMPONENT, "connected: reconciliation every %s, anomaly checks every %s",
+             LOG_DURATION(m->conf->reconcile_interval_ms), LOG_DURATION(m->conf->anomaly_interval_ms));
     db_open_gate(&m->db);
     control_signals_check(&m->ctl, NULL);
 }
@@ -117,7 +117,7 @@ static void connected_cb(PGconn *c, const char *why, bool overload, void *arg)
     (void)overload;
     m->connecting = NULL;
     if (c == NULL) {
-        log_warning(COMPONENT, "cannot connect to the database: %s; trying again in %d ms", why, m->delay_ms);
+        log_warning(COMPONENT, "cannot connect to the database: %s; trying again in %s", why, LOG_DURATION(m->delay_ms));
         schedule_retry(m);
         return;
     }

@@ -173,8 +173,8 @@ static void halve_busiest(struct runner *r, struct stage *s, const char *what)
     big->parallelism_cap = cap < 1 ? 1 : cap;
     big->throttle_until_ms = now_ms() + (uint64_t)r->conf->overload_window_ms;
     log_warning(COMPONENT, "database overload reported by stage %s%s; stage %s limited to %d worker(s) "
-                "for %lld ms", s->name, what, big->name, big->parallelism_cap,
-                (long long)r->conf->overload_window_ms);
+                "for %s", s->name, what, big->name, big->parallelism_cap,
+                LOG_DURATION(r->conf->overload_window_ms));
 }
 
 /* Status 75: database overload. Requeue, and halve the busiest stage

@@ -191,7 +191,7 @@ static void flush_stats(struct ingress *g)
     if (PQresultStatus(r) == PGRES_TUPLES_OK) {
         memcpy(g->flushed_rejected, rej, sizeof rej);
     } else {
-        log_warning(COMPONENT, "cannot write the ingress counters: %s", PQerrorMessage(g->listener));
+        log_warning(COMPONENT, "cannot write the ingress counters: %s", pgerr_conn_message(g->listener));
     }
     PQclear(r);
     free(text);
