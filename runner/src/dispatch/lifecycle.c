@@ -358,7 +358,7 @@ static void publish_stages_sync(struct runner *r, PGconn *c)
     PGresult *res = json ? PQexecParams(c, STAGETAB_PUBLISH_SQL, 2, NULL, params, NULL, NULL, 0) : NULL;
     if (res == NULL || PQresultStatus(res) != PGRES_TUPLES_OK)
         log_warning(COMPONENT, "cannot publish the stage graph to pepsi.stage_served: %s",
-                    json ? PQerrorMessage(c) : "out of memory");
+                    json ? pgerr_conn_message(c) : "out of memory");
     PQclear(res);
     free(json);
 }
