@@ -113,7 +113,7 @@ insert into fn_doc values
     ('transition_failed_state', '{}'),
     -- issue 14: the topology's helpers (owner only)
     ('topology_fingerprint_of', '{}'), ('topology_read', '{}'), ('topology_write', '{}'),
-    ('topology_map_check', '{}'), ('topology_partitions', '{}');
+    ('topology_map_check', '{}');
 
 -- Functions known to lack their revoke, left out of the per-role
 -- comparisons while a fix is under way: none today.
