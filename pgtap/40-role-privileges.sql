@@ -115,7 +115,7 @@ insert into fn_doc values
     ('transition_failed_state', '{}'),
     -- issue 14: the topology's helpers (owner only)
     ('topology_fingerprint_of', '{}'), ('topology_read', '{}'), ('topology_write', '{}'),
-    ('topology_map_check', '{}'), ('topology_partitions', '{}'),
+    ('topology_map_check', '{}'),
     -- issue 15: overlay validation, called only by config_set and its siblings
     ('conf_duration_ms', '{}'), ('conf_edit_distance', '{}'), ('conf_key_typo', '{}'),
     ('config_value_check', '{}'), ('config_graph', '{}'), ('config_graph_check', '{}');

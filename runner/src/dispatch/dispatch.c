@@ -165,6 +165,7 @@ static void runner_init(struct runner *r, struct conf *conf, uv_loop_t *loop, co
     r->env.cooldown_ms = conf->cooldown_ms;
     r->env.dstats = &r->dstats;
     r->env.ev = (struct pool_events){answered_cb, requeue_cb, strike_cb, overload_cb, wake, r};
+    snprintf(r->owner_slot, sizeof r->owner_slot, "%d", conf->owner_slot);
     r->claimer = claimer_new(conf);
     db_init(&r->db, loop, (struct db_hooks){notify_cb, db_lost_cb, r});
     control_signals_init(&r->ctl, &r->db, COMPONENT, control_act, r);
@@ -183,7 +184,6 @@ static void runner_teardown(struct runner *r)
     }
     claimer_free(r->claimer);
     free(r->lost_claims);
-    free(r->partitions);
 }
 
 int dispatch_serve(struct conf *conf, const char *config_path, const char *self_dir,

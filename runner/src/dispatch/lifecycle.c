@@ -69,16 +69,6 @@ static void unclaim_done(struct db *db, PGresult *res, void *arg)
     free(uc);
 }
 
-/* The owner slot's partitions (issue 14) as lib/topology confirmed them:
- * kept for the running-row operations and handed to the claimer. NULL:
- * all. */
-static void runner_set_partitions(struct runner *r, const char *partitions)
-{
-    free(r->partitions);
-    r->partitions = partitions ? xstrdup(partitions) : NULL;
-    claimer_set_partitions(r->claimer, partitions);
-}
-
 /* Gives back every claim whose answer was lost, in one call, before any
  * new claim (issue 12: any number of them). */
 static void unclaim_lost(struct runner *r)
@@ -89,8 +79,8 @@ static void unclaim_lost(struct runner *r)
     uc->r = r;
     uc->n = r->n_lost_claims;
     char *ids = pgarray_of_int64(r->lost_claims, uc->n);
-    const char *params[] = {ids, r->partitions};
-    db_query(&r->db, "select pepsi.workqueue_unclaim($1::bigint[], $2::int[])", 2, params, DB_UNGATED, unclaim_done,
+    const char *params[] = {ids, r->owner_slot};
+    db_query(&r->db, "select pepsi.workqueue_unclaim($1::bigint[], $2::int)", 2, params, DB_UNGATED, unclaim_done,
              uc);
     free(ids);
 }
@@ -155,12 +145,9 @@ static void retopology_done(struct db *db, PGresult *res, void *arg)
     struct runner *r = arg;
     if (res == NULL)
         return;
-    char *partitions = NULL;
-    int code = topology_judge(db->conn, res, r->conf, COMPONENT, &partitions);
+    int code = topology_judge(db->conn, res, r->conf, COMPONENT);
     PQclear(res);
     if (code == 0) {
-        runner_set_partitions(r, partitions);
-        free(partitions);
         db_query(&r->db, LISTEN_SQL, 0, NULL, DB_UNGATED | DB_MULTI, listen_done, r);
     } else if (code == EXIT_CONFIG) {
         /* As relock_refused: off the database first (the connection is
@@ -413,15 +400,12 @@ PGconn *startup_connect(struct runner *r, int *code)
     }
     /* The topology before anything is touched (T-08, T-41): 78 on a
      * mismatch, the running rows of the slot left as they are. */
-    char *partitions = NULL;
-    int topo = topology_confirm(c, r->conf, COMPONENT, &partitions);
+    int topo = topology_confirm(c, r->conf, COMPONENT);
     if (topo != 0) {
         *code = topo;
         PQfinish(c);
         return NULL;
     }
-    runner_set_partitions(r, partitions);
-    free(partitions);
     PGresult *res = PQexec(c, "select pepsi.claim_incarnation()");
     if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
         log_error(COMPONENT, "cannot number this dispatcher's claims: %s", pgerr_conn_message(c));
@@ -433,8 +417,8 @@ PGconn *startup_connect(struct runner *r, int *code)
     PQclear(res);
     /* Only this slot's running rows: the other slots' are their runners'
      * (issue 14). */
-    const char *parts[] = {r->partitions};
-    res = PQexecParams(c, "select pepsi.workqueue_reset_running($1::int[])", 1, NULL, parts, NULL, NULL, 0);
+    const char *slot[] = {r->owner_slot};
+    res = PQexecParams(c, "select pepsi.workqueue_reset_running($1::int)", 1, NULL, slot, NULL, NULL, 0);
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
         log_error(COMPONENT, "cannot reset running messages: %s", pgerr_conn_message(c));
         PQclear(res);

@@ -205,8 +205,8 @@ void release_paused(struct runner *r)
 {
     db_query(&r->db,
              "select released, ceil(extract(epoch from next_timeout - clock_timestamp()) * 1000)::bigint"
-             " from pepsi.workqueue_release_paused(p_partitions => $1::int[])",
-             1, (const char *const[]){r->partitions}, 0, release_done, r);
+             " from pepsi.workqueue_release_paused(p_owner_slot => $1::int)",
+             1, (const char *const[]){r->owner_slot}, 0, release_done, r);
 }
 
 static void paused_timer_cb(uv_timer_t *t)

@@ -43,7 +43,7 @@ struct runner {
     struct pool_env env;
     struct stagetab *tabs;         /* current stage table first, then retired ones */
     struct claimer *claimer;       /* the claim statement, and fair scheduling's leads */
-    char *partitions;              /* the owner slot's partitions, an int[] literal; NULL: all (issue 14) */
+    char owner_slot[16];           /* OWNER_SLOT as text: every claim and running-row operation's $n::int (issue 14) */
 
     uv_idle_t claim_idle;          /* keeps the poll phase from blocking while a claim is wanted */
     uv_check_t claim_check;        /* runs the claim round after the poll phase (D-37) */
