@@ -19,8 +19,13 @@
 #                   deploy/config_keys.sql and the README's key table from the
 #                   runner's key table (scripts/check-conf-keys)
 #   make install    PREFIX=/usr/local, DESTDIR honoured: the runner, the
-#                   schema, the configuration, the systemd units, and
+#                   schema, the configuration (0640 root:pepsi, never
+#                   overwritten), the systemd units, the sysusers.d file of
+#                   the pepsi user (applied with systemd-sysusers when root
+#                   and no DESTDIR), the man pages, the README, and
 #                   libpepsi-worker with pepsi-worker.h and pepsi-worker.pc
+#   make uninstall  removes what install put, except the configuration and
+#                   the pepsi user and group (data an operator owns)
 #   make SANITIZE=1 ...    the same with ASan and UBSan (in build-asan/)
 #   make fuzz       every libFuzzer target runner/fuzz/fuzz_NAME.c, built with
 #                   clang, ASan and UBSan in build-fuzz/, FUZZ_TIME seconds
@@ -34,6 +39,10 @@ INCLUDEDIR ?= $(PREFIX)/include
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
 SYSCONFDIR ?= /etc
 UNITDIR  ?= /lib/systemd/system
+# systemd reads sysusers.d from /usr/lib (and /etc, /run), whatever PREFIX.
+SYSUSERSDIR ?= /usr/lib/sysusers.d
+MANDIR   ?= $(PREFIX)/share/man
+DOCDIR   ?= $(PREFIX)/share/doc/pepsi
 
 CC       ?= cc
 PKGS     := libpq libuv jansson inih libsystemd libcurl openssl libmicrohttpd libpcre2-8
@@ -96,7 +105,7 @@ FUZZ_TARGETS ?=
 FUZZ_SANITIZE := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 RUNNER   := $(BUILD)/pepsi-runner
 
-.PHONY: all test check check-unit check-sql check-e2e run deploy revert bench lint install clean valgrind \
+.PHONY: all test check check-unit check-sql check-e2e run deploy revert bench lint install uninstall clean valgrind \
 	fuzz fuzz-build
 
 all: $(RUNNER) $(STAGES:%=$(BUILD)/pepsi-stage-%) $(SDKLIB)
@@ -224,20 +233,46 @@ lint: all
 	scripts/check-sdklib $(BUILD)
 	scripts/check-conf-keys $(RUNNER)
 
+# The pepsi user comes from conf/pepsi.sysusers, applied here only on the
+# real system (root, no DESTDIR): a DESTDIR is a package or image root,
+# whose own first boot (systemd-sysusers.service) or postinst applies it.
+# The configuration is the operator's: installed once, 0640 root:pepsi so
+# that the units' User=pepsi can read it and nobody else, never replaced.
+UNITS    := pepsi-runner pepsi-ingress pepsi-maintain
+MAN8     := pepsi-runner.8
+MAN5     := pepsi.conf.5
+CONF_DST := $(DESTDIR)$(SYSCONFDIR)/pepsi/pepsi.conf
+
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SHAREDIR)/deploy $(DESTDIR)$(SHAREDIR)/revert \
-		$(DESTDIR)$(SHAREDIR)/verify $(DESTDIR)$(SYSCONFDIR)/pepsi $(DESTDIR)$(UNITDIR)
+		$(DESTDIR)$(SHAREDIR)/verify $(DESTDIR)$(SYSCONFDIR)/pepsi $(DESTDIR)$(UNITDIR) \
+		$(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(DOCDIR)
 	install -m 755 $(RUNNER) $(DESTDIR)$(BINDIR)/pepsi-runner
 	for s in $(STAGES); do ln -sf pepsi-runner $(DESTDIR)$(BINDIR)/pepsi-stage-$$s; done
 	install -m 644 sqitch.plan sqitch.conf $(DESTDIR)$(SHAREDIR)/
 	install -m 644 deploy/*.sql $(DESTDIR)$(SHAREDIR)/deploy/
 	install -m 644 revert/*.sql $(DESTDIR)$(SHAREDIR)/revert/
 	install -m 644 verify/*.sql $(DESTDIR)$(SHAREDIR)/verify/
-	[ -e $(DESTDIR)$(SYSCONFDIR)/pepsi/pepsi.conf ] || \
-		install -m 640 conf/pepsi.conf $(DESTDIR)$(SYSCONFDIR)/pepsi/pepsi.conf
-	for u in pepsi-runner pepsi-ingress pepsi-maintain; do \
+	install -m 644 conf/pepsi.sysusers $(DESTDIR)$(SYSUSERSDIR)/pepsi.conf
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then \
+		echo "systemd-sysusers $(SYSUSERSDIR)/pepsi.conf"; \
+		systemd-sysusers $(SYSUSERSDIR)/pepsi.conf || exit 1; \
+	else echo "make install: not applied (DESTDIR or not root): run systemd-sysusers $(SYSUSERSDIR)/pepsi.conf on the target"; fi
+	@if [ -e $(CONF_DST) ]; then \
+		echo "make install: $(CONF_DST) exists; left as it is (see conf/pepsi.conf for new keys)"; \
+	else \
+		echo "install -m 640 conf/pepsi.conf $(CONF_DST)"; \
+		install -m 640 conf/pepsi.conf $(CONF_DST) || exit 1; \
+		if [ "$$(id -u)" = 0 ] && getent group pepsi >/dev/null; then chgrp pepsi $(CONF_DST) || exit 1; \
+		else echo "make install: group pepsi does not exist here: run chgrp pepsi $(SYSCONFDIR)/pepsi/pepsi.conf on the target"; fi; \
+	fi
+	for u in $(UNITS); do \
 		sed 's|/usr/local/bin/|$(BINDIR)/|g; s|/usr/local/share/|$(PREFIX)/share/|g' conf/$$u.service \
 			> $(DESTDIR)$(UNITDIR)/$$u.service && chmod 644 $(DESTDIR)$(UNITDIR)/$$u.service || exit 1; done
+	sed 's|/usr/local/|$(PREFIX)/|g' man/$(MAN8) > $(DESTDIR)$(MANDIR)/man8/$(MAN8)
+	sed 's|/usr/local/|$(PREFIX)/|g' man/$(MAN5) > $(DESTDIR)$(MANDIR)/man5/$(MAN5)
+	chmod 644 $(DESTDIR)$(MANDIR)/man8/$(MAN8) $(DESTDIR)$(MANDIR)/man5/$(MAN5)
+	install -m 644 README.md $(DESTDIR)$(DOCDIR)/README.md
 	install -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PKGCONFIGDIR)
 	install -m 644 runner/src/sdk/pepsi-worker.h $(DESTDIR)$(INCLUDEDIR)/pepsi-worker.h
 	install -m 644 $(BUILD)/libpepsi-worker.a $(DESTDIR)$(LIBDIR)/libpepsi-worker.a
@@ -248,6 +283,19 @@ install: all
 		-e 's|@VERSION@|$(VERSION)|' -e 's|@PRIVATE@|$(SDKLIB_PRIVATE)|' \
 		runner/src/sdk/pepsi-worker.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/pepsi-worker.pc
 	chmod 644 $(DESTDIR)$(PKGCONFIGDIR)/pepsi-worker.pc
+
+# Everything install put, except the configuration and the pepsi user and
+# group: an operator's settings, and files the user may still own.
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/pepsi-runner $(STAGES:%=$(DESTDIR)$(BINDIR)/pepsi-stage-%)
+	rm -rf $(DESTDIR)$(SHAREDIR)
+	rm -f $(UNITS:%=$(DESTDIR)$(UNITDIR)/%.service) $(DESTDIR)$(SYSUSERSDIR)/pepsi.conf
+	rm -f $(DESTDIR)$(MANDIR)/man8/$(MAN8) $(DESTDIR)$(MANDIR)/man5/$(MAN5)
+	rm -rf $(DESTDIR)$(DOCDIR)
+	rm -f $(DESTDIR)$(INCLUDEDIR)/pepsi-worker.h $(DESTDIR)$(LIBDIR)/libpepsi-worker.a \
+		$(DESTDIR)$(LIBDIR)/$(SDKLIB_SONAME) $(DESTDIR)$(LIBDIR)/libpepsi-worker.so \
+		$(DESTDIR)$(PKGCONFIGDIR)/pepsi-worker.pc
+	@echo "make uninstall: kept $(SYSCONFDIR)/pepsi/pepsi.conf and the pepsi user and group"
 
 clean:
 	rm -rf build build-asan $(FUZZ_BUILD)

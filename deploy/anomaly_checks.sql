@@ -244,7 +244,29 @@ create table pepsi.anomaly_sample (
 );
 
 comment on table pepsi.anomaly_sample is
-    'Snapshots of cumulative counters taken by each anomaly_run (kept two days): source stage (per stage: stages_executed, failed, strikes, tempfailed), ingress (subject all: stored, duplicate; subject <reason>: rejected) and table (per queue table: modified, rows inserted + updated + deleted, for dead_tuple_ratio). Rates are differences over a window (anomaly_delta).';
+    'Snapshots of cumulative counters taken by each anomaly_run (kept two days): source stage (per stage: stages_executed, failed, strikes, tempfailed), ingress (subject all: stored, duplicate; subject <reason>: rejected) table (per queue table: modified, rows inserted + updated + deleted, for dead_tuple_ratio) and dispatcher (subject owner slot N: holders, the sessions holding its dispatcher lock, for dispatcher_lock; the latest of each slot is kept past two days). Rates are differences over a window (anomaly_delta).';
+
+create function pepsi.dispatcher_slots()
+returns table (owner_slot int, holders int)
+language sql stable
+security definer
+set search_path = pg_catalog, pepsi, pg_temp
+as $$
+-- Each owner slot of the partition map (slot 0 alone when there is no
+-- map) and how many sessions hold its dispatcher lock now (advisory lock
+-- pepsi.lock_key('dispatcher', slot), the runner's session lock: 0 or 1).
+-- Read by anomaly_sample_take and the dispatcher_lock check (issue 14).
+-- Tables: partition_map, pg_locks (read).
+    select s.slot, (select count(*)::int from pg_catalog.pg_locks l
+                     where l.locktype = 'advisory' and l.granted and l.objsubid = 2
+                       and l.classid = k.class_id::oid and l.objid = k.object_id::oid
+                       and l.database = (select d.oid from pg_catalog.pg_database d
+                                          where d.datname = current_database()))
+      from (select distinct m.owner_slot as slot from pepsi.partition_map m
+            union
+            select 0 where not exists (select 1 from pepsi.partition_map)) s
+           cross join lateral pepsi.lock_key('dispatcher', s.slot) k
+$$;
 
 create function pepsi.anomaly_sample_take(p_now timestamptz)
 returns void
@@ -253,14 +275,18 @@ security definer
 set search_path = pg_catalog, pepsi, pg_temp
 as $$
 -- Snapshots the counters of stage_stats (summed over owner slots),
--- ingress_stats (summed over instances) and the rows written to each
+-- ingress_stats (summed over instances), the rows written to each
 -- queue table (workqueue, workqueue_body, webhook_events: n_tup_ins +
--- n_tup_upd + n_tup_del, which dead_tuple_ratio needs) at p_now, each
--- only when it differs from its latest snapshot, so that an idle queue
--- writes nothing (D-139, issue 12; anomaly_delta reads an unchanged
--- counter's latest snapshot as it is), and forgets snapshots older than
--- two days. Tables: anomaly_sample; stage_stats, ingress_stats,
--- pg_stat_user_tables (read).
+-- n_tup_upd + n_tup_del, which dead_tuple_ratio needs) and the holders
+-- of each owner slot's dispatcher lock (source dispatcher, counter
+-- holders, subject "owner slot N": when a slot was first seen without a
+-- runner, for the dispatcher_lock check, issue 14) at p_now, each only
+-- when it differs from its latest snapshot, so that an idle queue writes
+-- nothing (D-139, issue 12; anomaly_delta reads an unchanged counter's
+-- latest snapshot as it is), and forgets snapshots older than two days
+-- but the latest of each dispatcher series (a slot down for days is
+-- still down since then). Tables: anomaly_sample; stage_stats,
+-- ingress_stats, pg_stat_user_tables, partition_map, pg_locks (read).
     insert into pepsi.anomaly_sample (source, counter, subject, sampled_at, value)
     select n.source, n.counter, n.subject, p_now, n.value
       from (select 'stage'::text as source, c.counter, s.stage as subject, c.value
@@ -277,13 +303,21 @@ as $$
             union all
             select 'table', 'modified', t.relname::text, (t.n_tup_ins + t.n_tup_upd + t.n_tup_del)::bigint
               from pg_catalog.pg_stat_user_tables t
-             where t.schemaname = 'pepsi' and t.relname in ('workqueue', 'workqueue_body', 'webhook_events')) n
+             where t.schemaname = 'pepsi' and t.relname in ('workqueue', 'workqueue_body', 'webhook_events')
+            union all
+            select 'dispatcher', 'holders', 'owner slot ' || d.owner_slot, d.holders
+              from pepsi.dispatcher_slots() d) n
      where n.value is distinct from (select l.value from pepsi.anomaly_sample l
                                       where l.source = n.source and l.counter = n.counter and l.subject = n.subject
                                         and l.sampled_at <= p_now
                                       order by l.sampled_at desc limit 1)
     on conflict on constraint anomaly_sample_pkey do nothing;
-    delete from pepsi.anomaly_sample s where s.sampled_at < p_now - interval '2 days';
+    delete from pepsi.anomaly_sample s
+     where s.sampled_at < p_now - interval '2 days'
+       and (s.source <> 'dispatcher'
+            or exists (select 1 from pepsi.anomaly_sample n
+                        where n.source = s.source and n.counter = s.counter and n.subject = s.subject
+                          and n.sampled_at > s.sampled_at));
 $$;
 
 create function pepsi.anomaly_delta(p_source text, p_counter text, p_window interval, p_now timestamptz)
@@ -793,21 +827,37 @@ insert into pepsi.anomaly_check (name, family, reads, unit, min_value, max_value
                 then extract(epoch from $1 - d.updated_at) else 0 end
       from pepsi.dispatch_stats d$m$),
 ('dispatcher_lock', 'health', 'live', 'dispatchers', 1, 1, 'critical',
- 'Per owner slot of the partition map (slot 0 alone without one), the dispatchers holding its lock (advisory lock pepsi.lock_key(''dispatcher'', slot)): exactly one each (issue 14). 0 means the slot''s tubes wait for a runner; a count over all slots would hide a dead slot behind a live one.',
- $m$select 'owner slot ' || s.slot,
-           (select count(*) from pg_catalog.pg_locks l
-             where l.locktype = 'advisory' and l.granted and l.objsubid = 2
-               and l.classid = k.class_id::oid and l.objid = k.object_id::oid
-               and l.database = (select d.oid from pg_catalog.pg_database d where d.datname = current_database()))
-      from (select distinct m.owner_slot as slot from pepsi.partition_map m
-            union
-            select 0 where not exists (select 1 from pepsi.partition_map)) s
-           cross join lateral pepsi.lock_key('dispatcher', s.slot) k$m$);
+ 'Per owner slot of the partition map (slot 0 alone without one), the dispatchers holding its lock (advisory lock pepsi.lock_key(''dispatcher'', slot)): exactly one each (issue 14). A slot without one reads 0 once it has been without one for a minute, counted from the first anomaly run that saw it so (a sample of source dispatcher; with ANOMALY_INTERVAL 1min it fires one to two minutes after its runner stopped); until then it reads nothing, so that a runner restarting does not fire. A count over all slots would hide a dead slot behind a live one.',
+ $m$select 'owner slot ' || d.owner_slot,
+           case when d.holders > 0 then d.holders
+                when $1 - u.since >= interval '1 minute' then 0 end
+      from pepsi.dispatcher_slots() d
+      left join lateral (
+           select min(a.sampled_at) as since
+             from pepsi.anomaly_sample a
+            where a.source = 'dispatcher' and a.counter = 'holders' and a.subject = 'owner slot ' || d.owner_slot
+              and a.value = 0 and a.sampled_at <= $1
+              and a.sampled_at > coalesce((select max(b.sampled_at) from pepsi.anomaly_sample b
+                                            where b.source = a.source and b.counter = a.counter
+                                              and b.subject = a.subject and b.value > 0 and b.sampled_at <= $1),
+                                          '-infinity')) u on true$m$),
+-- issue 15: a stage no running dispatcher serves. Each dispatcher
+-- publishes the stages it serves (pepsi.stage_served) at start-up and on
+-- every reload; a slot serves them while its dispatcher lock is held
+-- (pepsi.stage_served_live). Evaluated on each anomaly_run (every
+-- ANOMALY_INTERVAL, 1 minute by default), so it fires within a minute.
+('unserved_stage', 'health', 'matview', 'messages', null, 0, 'warning',
+ 'Messages pending at a stage that no running dispatcher serves: no dispatcher holding its owner slot''s lock published that stage (pepsi.stage_served_live). A message injected at a misspelt or removed stage, or at one only a stopped runner served, otherwise waits silently.',
+ $m$select coalesce(q.stage, 'all'),
+           case when q.stage is null or exists (select 1 from pepsi.stage_served_live() s where s.stage = q.stage)
+                then 0 else q.messages end
+      from (select 1) one left join pepsi.anomaly_queue_mv q on q.status = 'pending'$m$);
 
 revoke all on table pepsi.ingress_stats, pepsi.anomaly_event_mv, pepsi.anomaly_queue_mv, pepsi.anomaly_orphan_mv,
                     pepsi.anomaly_gap_mv, pepsi.anomaly_sample, pepsi.anomaly_check, pepsi.anomaly_state,
                     pepsi.anomaly_signal from public;
 revoke all on function pepsi.ingress_stats_flush(text, jsonb, timestamptz) from public;
+revoke all on function pepsi.dispatcher_slots() from public;
 revoke all on function pepsi.anomaly_sample_take(timestamptz) from public;
 revoke all on function pepsi.anomaly_delta(text, text, interval, timestamptz) from public;
 revoke all on function pepsi.anomaly_refresh(text) from public;

@@ -143,4 +143,96 @@ revoke all on function pepsi.stats_flush(int, jsonb, jsonb, timestamptz) from pu
 grant execute on function pepsi.stats_flush(int, jsonb, jsonb, timestamptz) to pepsi_runner;
 grant select on pepsi.stage_stats, pepsi.dispatch_stats to pepsi_reader;
 
+-- The stage graph each dispatcher serves (issue 15), published whenever
+-- it builds a stage table (start-up and every reload): one row per stage
+-- of its file or of its running graph. served: in the running graph (file
+-- and overlay); in_file: a section of the file, whose PROGRAM and stage
+-- references (NEXT, BOUNCE_STAGE, THEN, ELSE) program and refs hold as
+-- the file says them, before the overlay. SQL cannot read the file; these
+-- rows are what it knows of it: config_set and its siblings lay the
+-- overlay over them as the runner does (pepsi.config_graph), and the
+-- unserved_stage anomaly check reads the served ones. A slot's rows stay
+-- after its runner stops (the file is still the best knowledge); whether a
+-- slot is served now is whether its dispatcher lock is held
+-- (pepsi.stage_served_live).
+create table pepsi.stage_served (
+    owner_slot   int not null
+                 constraint stage_served_owner_slot_check check (owner_slot >= 0),
+    stage        text not null
+                 constraint stage_served_stage_check check (pepsi.stage_name_valid(stage)),
+    served       boolean not null default true,
+    in_file      boolean not null default true,
+    program      text,
+    refs         jsonb not null default '{}'
+                 constraint stage_served_refs_check check (jsonb_typeof(refs) = 'object'),
+    published_at timestamptz not null default now(),
+    constraint stage_served_pkey primary key (owner_slot, stage)
+);
+
+comment on table pepsi.stage_served is
+    'The stage graph each owner slot''s dispatcher last published (issue 15): stage, served (in its running graph), in_file (a section of its file) with the file''s PROGRAM and refs {"NEXT": .., "BOUNCE_STAGE": .., "THEN": .., "ELSE": ..}. Replaced on each start-up and reload; see stage_served_live for whether the slot is served now.';
+
+create function pepsi.stage_served_publish(p_owner_slot int, p_stages jsonb)
+returns int
+language plpgsql
+security definer
+set search_path = pg_catalog, pepsi, pg_temp
+as $$
+-- Replaces owner slot p_owner_slot's published graph by p_stages, an array
+-- of {"stage": name, "served": bool, "in_file": bool, "program": text,
+-- "refs": {"NEXT": name, ...}} (served and in_file default to true).
+-- Returns how many stages. Raises PX003 (slot, shape), PX001 (a name).
+-- Tables: stage_served (delete, insert).
+declare
+    v_count int;
+begin
+    if p_owner_slot is null or p_owner_slot < 0 then
+        raise exception 'invalid owner slot %', coalesce(p_owner_slot::text, '<null>') using errcode = 'PX003';
+    end if;
+    if p_stages is null or jsonb_typeof(p_stages) <> 'array'
+       or exists (select from jsonb_array_elements(p_stages) e
+                   where jsonb_typeof(e) <> 'object' or jsonb_typeof(e -> 'stage') <> 'string'
+                      or jsonb_typeof(coalesce(e -> 'refs', '{}')) <> 'object'
+                      or jsonb_typeof(coalesce(e -> 'served', 'true')) <> 'boolean'
+                      or jsonb_typeof(coalesce(e -> 'in_file', 'true')) <> 'boolean') then
+        raise exception 'the stages must be an array of {"stage": .., "program": .., "refs": {..}}'
+            using errcode = 'PX003';
+    end if;
+    delete from pepsi.stage_served s where s.owner_slot = p_owner_slot;
+    insert into pepsi.stage_served (owner_slot, stage, served, in_file, program, refs)
+    select p_owner_slot, pepsi.stage_check(e ->> 'stage'), coalesce((e ->> 'served')::boolean, true),
+           coalesce((e ->> 'in_file')::boolean, true), e ->> 'program',
+           coalesce(jsonb_strip_nulls(e -> 'refs'), '{}')
+      from jsonb_array_elements(p_stages) e;
+    get diagnostics v_count = row_count;
+    return v_count;
+end
+$$;
+
+create function pepsi.stage_served_live()
+returns table (owner_slot int, stage text, program text, published_at timestamptz)
+language sql stable
+security definer
+set search_path = pg_catalog, pepsi, pg_temp
+as $$
+-- The published stages whose owner slot's dispatcher holds its lock now
+-- (advisory lock pepsi.lock_key('dispatcher', slot), D-14): the stages a
+-- running dispatcher serves.
+    select s.owner_slot, s.stage, s.program, s.published_at
+      from pepsi.stage_served s
+      cross join lateral pepsi.lock_key('dispatcher', s.owner_slot) k
+     where s.served and exists (select from pg_catalog.pg_locks l
+                    where l.locktype = 'advisory' and l.granted and l.objsubid = 2
+                      and l.classid = k.class_id::oid and l.objid = k.object_id::oid
+                      and l.database = (select d.oid from pg_catalog.pg_database d
+                                         where d.datname = current_database()))
+$$;
+
+revoke all on table pepsi.stage_served from public;
+revoke all on function pepsi.stage_served_publish(int, jsonb) from public;
+revoke all on function pepsi.stage_served_live() from public;
+grant execute on function pepsi.stage_served_publish(int, jsonb) to pepsi_runner;
+grant execute on function pepsi.stage_served_live() to pepsi_reader, pepsi_runner;
+grant select on pepsi.stage_served to pepsi_reader;
+
 commit;

@@ -140,20 +140,6 @@ as $$
      where t.o_count is not null
 $$;
 
-create function pepsi.topology_partitions(p_partitions int[] default null)
-returns int[]
-language sql stable
-set search_path = pg_catalog, pg_temp
-as $$
--- The partitions a claim or a running-row operation of the dispatcher
--- covers (issue 14): p_partitions, a runner's slot's, when given; NULL
--- means all: 0 .. partition_count - 1 of the stored topology, or {0}
--- without one (every row's partition is 0 then).
-    select coalesce(p_partitions,
-                    (select array(select generate_series(0, t.partition_count - 1)) from pepsi.topology t),
-                    '{0}'::int[])
-$$;
-
 create function pepsi.topology_write(p_hash text, p_count int, p_map int[], p_old_count int,
                                      p_old_hash text, p_old_map int[])
 returns text
@@ -169,7 +155,11 @@ as $$
 -- (pepsi.lock_key('dispatcher', slot), transaction-level, so no runner
 -- can take it before the change commits); a slot a runner holds raises
 -- PX042. Nothing is written when nothing changes (the version stays).
--- The caller has checked the rules and holds the tables' locks.
+-- Without a change of count or hash, the rows of the partitions that move
+-- get their new owner slot (workqueue.owner_slot); a change of count or
+-- hash happens on an empty queue, or over the rows topology_set then
+-- re-partitions. The caller has checked the rules and holds the tables'
+-- locks (partition_map EXCLUSIVE: no workqueue_create runs meanwhile).
 declare
     v_slots int[];
     v_slot int;
@@ -205,6 +195,16 @@ begin
     on conflict (singleton) do update
        set partition_count = excluded.partition_count, hash_name = excluded.hash_name,
            version = t.version + 1, fingerprint = excluded.fingerprint, changed_at = excluded.changed_at;
+    if not v_resize then
+        -- The rows of each partition that moves go with it (issue 14:
+        -- claims read workqueue.owner_slot). Their old and new slots are
+        -- locked above, so no runner is claiming them; new rows wait for
+        -- the caller's lock of partition_map (workqueue_create). One pass
+        -- over the table: an operator's command, not a claim.
+        update pepsi.workqueue w set owner_slot = m.n
+          from unnest(v_old_map, p_map) with ordinality as m(o, n, i)
+         where m.o is distinct from m.n and w.partition = (m.i - 1)::int and w.owner_slot <> m.n;
+    end if;
     return v_fingerprint;
 end
 $$;
@@ -302,10 +302,12 @@ begin
         -- as partition 0): each row gets its tube's partition under the
         -- new count, once per tube. Later changes never touch the count
         -- with messages present (T-09), so partitions stay valid.
-        update pepsi.workqueue w set partition = p.partition
-          from (select d.tube, pepsi.tube_partition(d.tube, p_partition_count) as partition
-                  from (select distinct q.tube from pepsi.workqueue q) d) p
-         where w.tube = p.tube and w.partition <> p.partition;
+        update pepsi.workqueue w set partition = p.partition, owner_slot = p.owner_slot
+          from (select d.tube, d.partition, coalesce(m.owner_slot, 0) as owner_slot
+                  from (select q.tube, pepsi.tube_partition(q.tube, p_partition_count) as partition
+                          from (select distinct q.tube from pepsi.workqueue q) q) d
+                       left join pepsi.partition_map m on m.partition = d.partition) p
+         where w.tube = p.tube and (w.partition <> p.partition or w.owner_slot <> p.owner_slot);
     end if;
     return v_fingerprint;
 end
@@ -345,7 +347,7 @@ $$;
 revoke all on function pepsi.topology_fingerprint_of(text, int, int[]), pepsi.topology_read(),
     pepsi.topology_fingerprint(), pepsi.topology_check(int),
     pepsi.topology_write(text, int, int[], int, text, int[]), pepsi.topology_map_check(int[], int),
-    pepsi.topology_set(int, int, text), pepsi.partition_map_set(int[]), pepsi.topology_partitions(int[]) from public;
+    pepsi.topology_set(int, int, text), pepsi.partition_map_set(int[]) from public;
 grant execute on function pepsi.topology_fingerprint(), pepsi.topology_check(int) to pepsi_runner, pepsi_reader;
 grant select on pepsi.topology, pepsi.partition_map to pepsi_reader;
 

@@ -356,6 +356,8 @@ create table pepsi.workqueue (
     webhook_event_id bigint,
     partition       int not null default 0
                     constraint workqueue_partition_check check (partition >= 0),
+    owner_slot      int not null default 0
+                    constraint workqueue_owner_slot_check check (owner_slot >= 0),
     constraint workqueue_paused_timeout_check
         check (status <> 'paused' or timeout is not null)
 );
@@ -372,26 +374,26 @@ comment on column pepsi.workqueue.claim_id is
     'The dispatcher''s id of the claim that last set the row running (pepsi.claim_incarnation): a claim whose answer was lost is given back by it (pepsi.workqueue_unclaim).';
 comment on column pepsi.workqueue.partition is
     'The partition of the row''s tube (issue 14, T-01): pepsi.tube_partition(tube, partition_count) of the stored topology, 0 without one; set by pepsi.workqueue_create. The owner slot of partition_map serves it; claims and the dispatcher''s running-row operations see only their slot''s partitions.';
+comment on column pepsi.workqueue.owner_slot is
+    'The owner slot serving the row (issue 14): partition_map[partition] of the stored topology, 0 without one; set by pepsi.workqueue_create and rewritten for the partitions that move by topology_set and partition_map_set (which run only while the affected slots'' runners are stopped, PX042). The claims'' and sweeps'' indexes lead with it, so that a slot''s claim never reads another slot''s rows.';
 comment on column pepsi.workqueue.timeout is
     'When a paused row is due to be retried.';
 comment on column pepsi.workqueue.webhook_event_id is
     'The webhook event (pepsi.webhook_events) this message delivers: set by the functions that make a message from an event (webhook_events_ingest, hence the back-fill; reconcile''s re-injection), carried by workqueue_split; NULL for every other message. The link the finish trigger, workqueue_delete''s tombstone, reconciliation and the anomaly views follow (issue 13); state.webhook_event is its copy for stage programs. No foreign key: a message whose event is gone is an anomaly to report (message_without_event), and the ingest must not lock event rows for it.';
 
 -- The plain claim's index (D-41) and the fair claim's (D-59). Partial, so
--- they hold only what can be claimed. The plain claim filters on stage and
--- partition (issue 14: a runner claims only its slot's partitions), and
--- reads each (stage, partition) oldest first: one ordered range per
--- partition, so a claim costs its cap plus one probe per partition, never
--- another slot's backlog. The fair claim's window walks senders; the
--- partition is carried in the entry (INCLUDE) so that another slot's rows
--- are filtered in the index, without a heap visit.
-create index workqueue_pending_idx on pepsi.workqueue (stage, partition, workqueue_id)
+-- they hold only what can be claimed. Both lead with (stage, owner_slot)
+-- (issue 14: a runner claims only its slot's rows): the plain claim reads
+-- one ordered range per stage, oldest first, and the fair claim's sender
+-- window walks only its slot's senders, so a claim costs its caps (and
+-- window), never another slot's backlog nor the number of partitions.
+create index workqueue_pending_idx on pepsi.workqueue (stage, owner_slot, workqueue_id)
     where status = 'pending';
-create index workqueue_pending_sender_idx on pepsi.workqueue (stage, sender_key, workqueue_id)
-    include (partition)
+create index workqueue_pending_sender_idx on pepsi.workqueue (stage, owner_slot, sender_key, workqueue_id)
     where status = 'pending';
--- The paused sweep: due rows and the earliest remaining timeout (D-93).
-create index workqueue_paused_idx on pepsi.workqueue (timeout)
+-- The paused sweep: a slot's due rows and its earliest remaining timeout
+-- (D-93, issue 14).
+create index workqueue_paused_idx on pepsi.workqueue (owner_slot, timeout)
     where status = 'paused';
 -- The link to a webhook event (issue 13): reconciliation and the anomaly
 -- views read the linked rows only, through this index. Partial: most
@@ -428,25 +430,25 @@ alter table pepsi.workqueue set (
 -- plan and its buffers at 1M rows.
 alter table pepsi.workqueue alter column stage set (n_distinct = 1000);
 
-create function pepsi.workqueue_release_due(p_now timestamptz, p_partitions int[] default null)
+create function pepsi.workqueue_release_due(p_now timestamptz, p_owner_slot int default 0)
 returns int
 language plpgsql
 set search_path = pg_catalog, pepsi, pg_temp
 as $$
--- Releases due paused rows (D-93): every paused row whose timeout is at or
--- before p_now becomes pending, its timeout cleared; with p_partitions
--- only rows of those partitions (a runner's slot, issue 14; NULL: all).
--- Returns how many.
+-- Releases due paused rows (D-93): every paused row of owner slot
+-- p_owner_slot (a runner's slot, issue 14; 0 by default, every row
+-- without a topology) whose timeout is at or before p_now becomes
+-- pending, its timeout cleared. Returns how many.
 -- The one statement that does it (issue 13), for the paused sweep
 -- (workqueue_release_paused) and the claims' p_release_paused; an index
--- range scan on workqueue_paused_idx that finds nothing when nothing is
--- due. The caller checks p_now. Tables: workqueue (update).
+-- range scan on workqueue_paused_idx (owner_slot, timeout) that reads
+-- this slot's due rows only and finds nothing when none is due. The
+-- caller checks p_now and p_owner_slot. Tables: workqueue (update).
 declare
     v_n int;
 begin
     update pepsi.workqueue w set status = 'pending', timeout = null
-     where w.status = 'paused' and w.timeout <= p_now
-       and (p_partitions is null or w.partition = any (p_partitions));
+     where w.status = 'paused' and w.owner_slot = p_owner_slot and w.timeout <= p_now;
     get diagnostics v_n = row_count;
     return v_n;
 end
@@ -459,7 +461,7 @@ revoke all on function pepsi.input_limits(), pepsi.input_limit(text), pepsi.exce
                        pepsi.address_check(text, text), pepsi.tube_check(text, text), pepsi.state_count(jsonb),
                        pepsi.state_flag(jsonb), pepsi.time_or_null(text), pepsi.reason_clip(text),
                        pepsi.domain_of(text), pepsi.peer_key_of(inet),
-                       pepsi.sender_key_of(text, inet, text, text[]), pepsi.workqueue_release_due(timestamptz, int[])
+                       pepsi.sender_key_of(text, inet, text, text[]), pepsi.workqueue_release_due(timestamptz, int)
     from public;
 
 grant select on pepsi.workqueue, pepsi.workqueue_body to pepsi_worker;

@@ -1,6 +1,5 @@
 -- Deploy pepsi:workqueue_claim_fair to pg
 -- requires: workqueue_claim
--- requires: topology
 -- requires: tubes
 
 begin;
@@ -49,7 +48,7 @@ revoke all on table pepsi.fair_lead, pepsi.fair_stage from public;
 -- into workqueue_claim_fair's statement: each call is one index scan of
 -- workqueue_pending_sender_idx, never a function call per probe.
 create function pepsi.workqueue_sender_probe(p_stage text, p_after text, p_upto text, p_limit int,
-                                             p_partitions int[] default null, p_paused text[] default null)
+                                             p_owner_slot int default 0, p_paused text[] default null)
 returns table (sender_key text, ids bigint[], i bigint, last boolean, batch int)
 language sql stable parallel safe
 as $$
@@ -64,9 +63,9 @@ as $$
 -- (a deep backlog: the window needs one row of it), 32 after a batch of
 -- several (short backlogs: several senders per probe); a probe costs much
 -- more than an entry (btree reads a leaf page at a time).
--- p_partitions (issue 14): only entries of those partitions (NULL: all),
--- filtered in the index (the entry carries its partition): another slot's
--- rows are never returned, though the probe steps over them.
+-- p_owner_slot (issue 14): only entries of that owner slot, an equality
+-- of the index (stage, owner_slot, sender_key, workqueue_id): the probe
+-- never reads another slot's entries.
 -- p_paused (issue 14): tubes whose rows are skipped (NULL: none; the
 -- check then costs nothing and the scan stays index-only).
 -- p_upto filters after the limit, not in the scan: the entries kept are
@@ -79,8 +78,8 @@ as $$
       from (select b.sender_key, array_agg(b.workqueue_id) as ids
               from (select q.sender_key, q.workqueue_id
                       from pepsi.workqueue q
-                     where q.stage = p_stage and q.status = 'pending' and q.sender_key > p_after
-                       and (p_partitions is null or q.partition = any (p_partitions))
+                     where q.stage = p_stage and q.owner_slot = p_owner_slot and q.status = 'pending'
+                       and q.sender_key > p_after
                        and (p_paused is null or not exists (
                             select 1 from pepsi.workqueue t
                              where t.workqueue_id = q.workqueue_id and t.tube = any (p_paused)))
@@ -90,7 +89,7 @@ as $$
              group by b.sender_key) g
 $$;
 
-revoke all on function pepsi.workqueue_sender_probe(text, text, text, int, int[], text[]) from public;
+revoke all on function pepsi.workqueue_sender_probe(text, text, text, int, int, text[]) from public;
 
 create function pepsi.workqueue_claim_fair(
     p_stages         text[],
@@ -109,7 +108,7 @@ create function pepsi.workqueue_claim_fair(
     p_lead_base      float8[] default null,
     p_lead_scale     float8[] default null,
     p_lead_sync      boolean[] default null,
-    p_partitions     int[] default null)
+    p_owner_slot     int default 0)
 returns table (workqueue_id bigint, stage text, sender_key text, fifo boolean,
                window_next text, window_lap boolean, fifo_credit int, lead_floor float8,
                leads_lost boolean)
@@ -247,17 +246,19 @@ as $$
 -- a finite number > 0, a lead is NULL or not finite, a lead stage or sender
 -- is NULL, a kept lead's stage is not in p_stages, a base is not finite, a
 -- scale is not a finite number > 0, p_fifo_percent is outside 0..100, a
--- credit outside 0..99, p_window_size outside 1..64, or p_now is NULL.
--- p_partitions (issue 14): only rows of those partitions, the caller's
--- owner slot's (NULL: all); every read of workqueue below is limited to
--- them, so a slot never claims another slot's row.
+-- credit outside 0..99, p_window_size outside 1..64, or p_now or
+-- p_owner_slot is NULL.
+-- p_owner_slot (issue 14): only rows of that owner slot, the caller's (0
+-- by default: every row without a topology); every read of workqueue
+-- below is an index range of that slot (the indexes lead with stage and
+-- owner_slot), so a slot never claims, nor reads, another slot's rows,
+-- and its cost does not grow with the partitions it owns.
 -- Tables: workqueue (update), fair_lead and fair_stage (read, written
--- with a claim id); topology (read).
+-- with a claim id).
 #variable_conflict use_column
 declare
     v_n int := cardinality(p_stages);
     v_inc bigint := p_claim_id >> 40;   -- the kept leads' incarnation; NULL: none kept
-    v_parts int[] := pepsi.topology_partitions(p_partitions);
     v_paused text[]; -- tubes paused at p_now (issue 14), NULL when none
 begin
     if v_n is distinct from cardinality(p_caps) or v_n is distinct from cardinality(p_avg_usec)
@@ -306,12 +307,15 @@ begin
     if p_now is null then
         raise exception 'p_now must not be null' using errcode = 'PX003';
     end if;
+    if p_owner_slot is null then
+        raise exception 'p_owner_slot must not be null' using errcode = 'PX003';
+    end if;
     if v_n > 1 and (select count(distinct s) from unnest(p_stages) s) <> v_n then
         raise exception 'a stage is listed twice' using errcode = 'PX003';
     end if;
 
     if p_release_paused then
-        perform pepsi.workqueue_release_due(p_now, p_partitions);
+        perform pepsi.workqueue_release_due(p_now, p_owner_slot);
     end if;
     v_paused := pepsi.tube_pause_current(p_now, p_release_paused);
 
@@ -375,21 +379,21 @@ begin
     -- p_window_after.
     win1(ord, stage, n, sender, ids, last, batch) as (
         select st.ord, st.stage, f.i, f.sender_key, f.ids, f.last, f.batch
-          from st cross join lateral pepsi.workqueue_sender_probe(st.stage, coalesce(st.after, ''), null, 16, p_partitions, v_paused) f
+          from st cross join lateral pepsi.workqueue_sender_probe(st.stage, coalesce(st.after, ''), null, 16, p_owner_slot, v_paused) f
         union all
         select w.ord, w.stage, w.n + f.i, f.sender_key, f.ids, f.last, f.batch
-          from win1 w cross join lateral pepsi.workqueue_sender_probe(w.stage, w.sender, null, w.batch, p_partitions, v_paused) f
+          from win1 w cross join lateral pepsi.workqueue_sender_probe(w.stage, w.sender, null, w.batch, p_owner_slot, v_paused) f
          where w.last and w.n < p_window_size
     ),
     win2(ord, stage, after, n, sender, ids, last, batch) as (
         select st.ord, st.stage, st.after, coalesce(c.n, 0) + f.i, f.sender_key, f.ids, f.last, f.batch
           from st
                left join (select win1.ord, max(win1.n) as n from win1 group by win1.ord) c on c.ord = st.ord
-               cross join lateral pepsi.workqueue_sender_probe(st.stage, '', st.after, 16, p_partitions, v_paused) f
+               cross join lateral pepsi.workqueue_sender_probe(st.stage, '', st.after, 16, p_owner_slot, v_paused) f
          where st.after is not null and coalesce(c.n, 0) < p_window_size
         union all
         select w.ord, w.stage, w.after, w.n + f.i, f.sender_key, f.ids, f.last, f.batch
-          from win2 w cross join lateral pepsi.workqueue_sender_probe(w.stage, w.sender, w.after, w.batch, p_partitions, v_paused) f
+          from win2 w cross join lateral pepsi.workqueue_sender_probe(w.stage, w.sender, w.after, w.batch, p_owner_slot, v_paused) f
          where w.last and w.n < p_window_size
     ),
     -- The leads passed in, without a claim id (with one they are kept).
@@ -454,9 +458,8 @@ begin
                            select array_agg(r.workqueue_id) as ids
                              from (select q.workqueue_id, q.sender_key
                                      from pepsi.workqueue q
-                                    where q.stage = wd.stage and q.status = 'pending'
+                                    where q.stage = wd.stage and q.owner_slot = p_owner_slot and q.status = 'pending'
                                       and (q.sender_key, q.workqueue_id) > (wd.sender, wd.ids[cardinality(wd.ids)])
-                                      and (p_partitions is null or q.partition = any (p_partitions))
                                       and (v_paused is null or not exists (
                                            select 1 from pepsi.workqueue t
                                             where t.workqueue_id = q.workqueue_id and t.tube = any (v_paused)))
@@ -480,9 +483,8 @@ begin
                    select array_agg(r.workqueue_id) as ids
                      from (select q.workqueue_id, q.sender_key
                              from pepsi.workqueue q
-                            where q.stage = rd.stage and q.status = 'pending'
+                            where q.stage = rd.stage and q.owner_slot = p_owner_slot and q.status = 'pending'
                               and (q.sender_key, q.workqueue_id) > (rd.sender, rd.ids[cardinality(rd.ids)])
-                              and (p_partitions is null or q.partition = any (p_partitions))
                               and (v_paused is null or not exists (
                                    select 1 from pepsi.workqueue t
                                     where t.workqueue_id = q.workqueue_id and t.tube = any (v_paused)))
@@ -501,23 +503,18 @@ begin
                join st on st.ord = x.ord
                join sb on sb.ord = x.ord
     ),
-    -- The stage's oldest rows over this slot's partitions: the oldest f
-    -- of each (stage, partition) range of workqueue_pending_idx, merged.
+    -- The stage's oldest rows of this slot: the first f entries of its
+    -- (stage, owner_slot) range of workqueue_pending_idx.
     oldest as (
         select share.ord, r.workqueue_id as id
           from share cross join lateral (
                    select q.workqueue_id
-                     from unnest(v_parts) as p(partition)
-                          cross join lateral (
-                              select q.workqueue_id
-                                from pepsi.workqueue q
-                               where q.stage = share.stage and q.partition = p.partition
-                                 and q.status = 'pending' and share.f > 0
-                                 and (v_paused is null or not exists (
-                                      select 1 from pepsi.workqueue t
-                                       where t.workqueue_id = q.workqueue_id and t.tube = any (v_paused)))
-                               order by q.workqueue_id
-                               limit share.f) q
+                     from pepsi.workqueue q
+                    where q.stage = share.stage and q.owner_slot = p_owner_slot
+                      and q.status = 'pending' and share.f > 0
+                      and (v_paused is null or not exists (
+                           select 1 from pepsi.workqueue t
+                            where t.workqueue_id = q.workqueue_id and t.tube = any (v_paused)))
                     order by q.workqueue_id
                     limit share.f) r
     ),
@@ -551,9 +548,9 @@ $$;
 
 revoke all on function pepsi.workqueue_claim_fair(text[], int[], float8[], text[], text[], float8[], int, text[],
                                                   int[], timestamptz, boolean, int, bigint, float8[], float8[],
-                                                  boolean[], int[]) from public;
+                                                  boolean[], int) from public;
 grant execute on function pepsi.workqueue_claim_fair(text[], int[], float8[], text[], text[], float8[], int, text[],
                                                      int[], timestamptz, boolean, int, bigint, float8[], float8[],
-                                                     boolean[], int[]) to pepsi_runner;
+                                                     boolean[], int) to pepsi_runner;
 
 commit;

@@ -100,14 +100,21 @@ as $$
 -- p_body_ids[n] (NULL: none) and its body and headers are ignored.
 -- Each row gets its tube's partition (issue 14):
 -- pepsi.tube_partition(tube, partition_count) of the stored topology,
--- hashed once per distinct tube of the call; 0 without a topology (slot 0
--- owns every row).
+-- hashed once per distinct tube of the call, and that partition's owner
+-- slot from partition_map; 0 and 0 without a topology (slot 0 owns every
+-- row). The map is read under a ROW SHARE lock of partition_map, which
+-- partition_map_set's EXCLUSIVE lock waits for: a row is never written
+-- with a slot read from a map that a concurrent change has just replaced
+-- (that change rewrites the slots of the rows already there; in READ
+-- COMMITTED, which producers use, the insert's snapshot follows the lock).
 -- Nothing is checked here: the caller has checked every item
 -- (workqueue_item_check) or copies a row already stored. No NOTIFY: the
--- caller decides. Tables: workqueue_body, workqueue (insert); topology (read).
+-- caller decides. Tables: workqueue_body, workqueue (insert); topology, partition_map (read).
 declare
-    v_count int := (select t.partition_count from pepsi.topology t);
+    v_count int;
 begin
+    lock table pepsi.partition_map in row share mode;
+    v_count := (select t.partition_count from pepsi.topology t);
     return query
     with src as materialized (
         select i.*,
@@ -122,14 +129,18 @@ begin
         overriding system value
         select s.body_id, s.headers, s.body from src s where s.body_id is not null and p_body_ids is null
     ), parts as (
-        select d.tube, case when v_count is null then 0 else pepsi.tube_partition(d.tube, v_count) end as partition
-          from (select distinct s.tube from src s) d
+        select p.tube, p.partition, coalesce(m.owner_slot, 0) as owner_slot
+          from (select d.tube, case when v_count is null then 0
+                                    else pepsi.tube_partition(d.tube, v_count) end as partition
+                  from (select distinct s.tube from src s) d) p
+               left join pepsi.partition_map m on m.partition = p.partition
     )
     insert into pepsi.workqueue (tube, stage, origin_user, origin_addr, envelope_sender,
                                  recipients, header_from, subject, state, body_id, arrived_at,
-                                 webhook_event_id, partition)
+                                 webhook_event_id, partition, owner_slot)
     select s.tube, s.stage, s.origin_user, s.origin_addr, s.envelope_sender, s.recipients,
-           s.header_from, s.subject, s.state, s.body_id, s.arrived_at, s.webhook_event_id, p.partition
+           s.header_from, s.subject, s.state, s.body_id, s.arrived_at, s.webhook_event_id, p.partition,
+           p.owner_slot
       from src s join parts p on p.tube = s.tube
      order by s.ord
     returning workqueue_id;

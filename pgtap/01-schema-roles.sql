@@ -34,7 +34,7 @@ select ok(not has_schema_privilege('pepsi_runner', 'pepsi', 'create')
 
 -- PUBLIC ------------------------------------------------------------------
 
-select ok(not has_function_privilege('public', 'pepsi.workqueue_claim(text[], int[], timestamptz, boolean, bigint, int[])', 'execute'),
+select ok(not has_function_privilege('public', 'pepsi.workqueue_claim(text[], int[], timestamptz, boolean, bigint, int)', 'execute'),
           'PUBLIC cannot execute workqueue_claim');
 select ok(not has_function_privilege('public', 'pepsi.workqueue_inject(text, bytea, text, text, text[], text, inet, jsonb, text, text, text, timestamptz)', 'execute'),
           'PUBLIC cannot execute workqueue_inject');
@@ -85,7 +85,7 @@ select ok(not has_table_privilege('pepsi_reader', 'pepsi.stage_stats', 'insert')
           and not has_table_privilege('pepsi_reader', 'pepsi.stage_stats', 'update')
           and not has_table_privilege('pepsi_reader', 'pepsi.dispatch_stats', 'update'),
           'pepsi_reader cannot write the statistics tables');
-select ok(not has_function_privilege('pepsi_reader', 'pepsi.workqueue_claim(text[], int[], timestamptz, boolean, bigint, int[])', 'execute'),
+select ok(not has_function_privilege('pepsi_reader', 'pepsi.workqueue_claim(text[], int[], timestamptz, boolean, bigint, int)', 'execute'),
           'pepsi_reader cannot execute workqueue_claim');
 select ok(not has_function_privilege('pepsi_reader', 'pepsi.workqueue_inject(text, bytea, text, text, text[], text, inet, jsonb, text, text, text, timestamptz)', 'execute'),
           'pepsi_reader cannot execute workqueue_inject');
@@ -128,11 +128,11 @@ select ok(not has_table_privilege('pepsi_worker', 'pepsi.workqueue', 'insert')
           and not has_table_privilege('pepsi_worker', 'pepsi.workqueue', 'update')
           and not has_table_privilege('pepsi_worker', 'pepsi.workqueue', 'delete'),
           'pepsi_worker writes workqueue only through functions');
-select ok(not has_function_privilege('pepsi_worker', 'pepsi.workqueue_claim(text[], int[], timestamptz, boolean, bigint, int[])', 'execute'),
+select ok(not has_function_privilege('pepsi_worker', 'pepsi.workqueue_claim(text[], int[], timestamptz, boolean, bigint, int)', 'execute'),
           'D-39: pepsi_worker cannot execute workqueue_claim');
-select ok(not has_function_privilege('pepsi_worker', 'pepsi.workqueue_requeue(bigint[], text[], int[])', 'execute')
-          and not has_function_privilege('pepsi_worker', 'pepsi.workqueue_strike(bigint, text, text, text, timestamptz, int[])', 'execute')
-          and not has_function_privilege('pepsi_worker', 'pepsi.workqueue_reset_running(int[])', 'execute'),
+select ok(not has_function_privilege('pepsi_worker', 'pepsi.workqueue_requeue(bigint[], text[], int)', 'execute')
+          and not has_function_privilege('pepsi_worker', 'pepsi.workqueue_strike(bigint, text, text, text, timestamptz, int)', 'execute')
+          and not has_function_privilege('pepsi_worker', 'pepsi.workqueue_reset_running(int)', 'execute'),
           'pepsi_worker cannot execute the dispatcher operations (requeue, strike, reset_running)');
 select ok(not has_function_privilege('pepsi_worker', 'pepsi.stats_flush(int, jsonb, jsonb, timestamptz)', 'execute'),
           'D-140: workers never write the statistics (no stats_flush)');
@@ -154,19 +154,19 @@ reset role;
 
 -- pepsi_runner --------------------------------------------------------------
 
-select ok(has_function_privilege('pepsi_runner', 'pepsi.workqueue_claim(text[], int[], timestamptz, boolean, bigint, int[])', 'execute'),
+select ok(has_function_privilege('pepsi_runner', 'pepsi.workqueue_claim(text[], int[], timestamptz, boolean, bigint, int)', 'execute'),
           'D-38: pepsi_runner can execute workqueue_claim');
-select ok(has_function_privilege('pepsi_runner', 'pepsi.workqueue_unclaim(bigint[], int[])', 'execute'),
+select ok(has_function_privilege('pepsi_runner', 'pepsi.workqueue_unclaim(bigint[], int)', 'execute'),
           'pepsi_runner can execute workqueue_unclaim');
-select ok(has_function_privilege('pepsi_runner', 'pepsi.workqueue_requeue(bigint[], text[], int[])', 'execute'),
+select ok(has_function_privilege('pepsi_runner', 'pepsi.workqueue_requeue(bigint[], text[], int)', 'execute'),
           'D-89: pepsi_runner can execute workqueue_requeue');
-select ok(has_function_privilege('pepsi_runner', 'pepsi.workqueue_reset_running(int[])', 'execute'),
+select ok(has_function_privilege('pepsi_runner', 'pepsi.workqueue_reset_running(int)', 'execute'),
           'D-18: pepsi_runner can execute workqueue_reset_running');
-select ok(has_function_privilege('pepsi_runner', 'pepsi.workqueue_release_paused(timestamptz, int[])', 'execute'),
+select ok(has_function_privilege('pepsi_runner', 'pepsi.workqueue_release_paused(timestamptz, int)', 'execute'),
           'D-93: pepsi_runner can execute workqueue_release_paused');
-select ok(has_function_privilege('pepsi_runner', 'pepsi.workqueue_defer(bigint[], text[], timestamptz, text, int[])', 'execute'),
+select ok(has_function_privilege('pepsi_runner', 'pepsi.workqueue_defer(bigint[], text[], timestamptz, text, int)', 'execute'),
           'D-100: pepsi_runner can execute workqueue_defer');
-select ok(has_function_privilege('pepsi_runner', 'pepsi.workqueue_strike(bigint, text, text, text, timestamptz, int[])', 'execute'),
+select ok(has_function_privilege('pepsi_runner', 'pepsi.workqueue_strike(bigint, text, text, text, timestamptz, int)', 'execute'),
           'D-81: pepsi_runner can execute workqueue_strike');
 select ok(has_function_privilege('pepsi_runner', 'pepsi.stats_flush(int, jsonb, jsonb, timestamptz)', 'execute'),
           'D-137: pepsi_runner can execute stats_flush');
@@ -206,7 +206,7 @@ select ok(has_function_privilege('pepsi_ingress', 'pepsi.workqueue_inject_batch(
 select ok(has_function_privilege('pepsi_worker', 'pepsi.workqueue_inject(text, bytea, text, text, text[], text, inet, jsonb, text, text, text, timestamptz)', 'execute')
           and has_function_privilege('pepsi_worker', 'pepsi.workqueue_inject_batch(jsonb)', 'execute'),
           'pepsi_worker can inject too (stages that generate messages)');
-select ok(not has_function_privilege('pepsi_ingress', 'pepsi.workqueue_claim(text[], int[], timestamptz, boolean, bigint, int[])', 'execute'),
+select ok(not has_function_privilege('pepsi_ingress', 'pepsi.workqueue_claim(text[], int[], timestamptz, boolean, bigint, int)', 'execute'),
           'D-39: pepsi_ingress cannot execute workqueue_claim');
 select ok(not has_function_privilege('pepsi_ingress', 'pepsi.workqueue_advance(bigint, text, text, jsonb, text[], int)', 'execute')
           and not has_function_privilege('pepsi_ingress', 'pepsi.workqueue_finish(bigint, text)', 'execute'),

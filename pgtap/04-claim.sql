@@ -4,10 +4,10 @@
 begin;
 select plan(52);
 
-select has_function('pepsi', 'workqueue_claim', array['text[]', 'integer[]', 'timestamp with time zone', 'boolean', 'bigint', 'integer[]'],
-                    'workqueue_claim(stages, caps, now, release_paused, claim_id, partitions) exists');
-select has_function('pepsi', 'workqueue_unclaim', array['bigint[]', 'integer[]'],
-                    'workqueue_unclaim(claim_ids, partitions) exists');
+select has_function('pepsi', 'workqueue_claim', array['text[]', 'integer[]', 'timestamp with time zone', 'boolean', 'bigint', 'integer'],
+                    'workqueue_claim(stages, caps, now, release_paused, claim_id, owner_slot) exists');
+select has_function('pepsi', 'workqueue_unclaim', array['bigint[]', 'integer'],
+                    'workqueue_unclaim(claim_ids, owner_slot) exists');
 
 -- Every claim's answer is kept here, tagged by call, so that assertions
 -- read what the call returned rather than running it again.

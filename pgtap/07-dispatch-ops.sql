@@ -16,12 +16,12 @@ begin
     return v_id;
 end $$;
 
-select has_function('pepsi', 'workqueue_requeue', array['bigint[]', 'text[]', 'integer[]'], 'workqueue_requeue exists');
-select has_function('pepsi', 'workqueue_reset_running', array['integer[]'], 'workqueue_reset_running exists');
-select has_function('pepsi', 'workqueue_release_paused', array['timestamp with time zone', 'integer[]'], 'workqueue_release_paused exists');
-select has_function('pepsi', 'workqueue_defer', array['bigint[]', 'text[]', 'timestamp with time zone', 'text', 'integer[]'], 'workqueue_defer exists');
-select has_function('pepsi', 'workqueue_strike', array['bigint', 'text', 'text', 'text', 'timestamp with time zone', 'integer[]'], 'workqueue_strike exists');
-select function_returns('pepsi', 'workqueue_strike', array['bigint', 'text', 'text', 'text', 'timestamp with time zone', 'integer[]'],
+select has_function('pepsi', 'workqueue_requeue', array['bigint[]', 'text[]', 'integer'], 'workqueue_requeue exists');
+select has_function('pepsi', 'workqueue_reset_running', array['integer'], 'workqueue_reset_running exists');
+select has_function('pepsi', 'workqueue_release_paused', array['timestamp with time zone', 'integer'], 'workqueue_release_paused exists');
+select has_function('pepsi', 'workqueue_defer', array['bigint[]', 'text[]', 'timestamp with time zone', 'text', 'integer'], 'workqueue_defer exists');
+select has_function('pepsi', 'workqueue_strike', array['bigint', 'text', 'text', 'text', 'timestamp with time zone', 'integer'], 'workqueue_strike exists');
+select function_returns('pepsi', 'workqueue_strike', array['bigint', 'text', 'text', 'text', 'timestamp with time zone', 'integer'],
                         'pepsi.workqueue_status', 'workqueue_strike returns the new status');
 
 -- workqueue_requeue ------------------------------------------------------------------------

@@ -12,17 +12,17 @@ select plan(117);
 select has_function('pepsi', 'workqueue_claim_fair',
                     array['text[]', 'integer[]', 'double precision[]', 'text[]', 'text[]', 'double precision[]',
                           'integer', 'text[]', 'integer[]', 'timestamp with time zone', 'boolean', 'integer', 'bigint',
-                          'double precision[]', 'double precision[]', 'boolean[]', 'integer[]'],
-                    'workqueue_claim_fair(stages, caps, avg_usec, lead stages, lead senders, leads, fifo percent, window, credit, now, release_paused, window size, claim id, lead base, lead scale, lead sync, partitions) exists');
+                          'double precision[]', 'double precision[]', 'boolean[]', 'integer'],
+                    'workqueue_claim_fair(stages, caps, avg_usec, lead stages, lead senders, leads, fifo percent, window, credit, now, release_paused, window size, claim id, lead base, lead scale, lead sync, owner slot) exists');
 select function_privs_are('pepsi', 'workqueue_claim_fair',
                           array['text[]', 'integer[]', 'double precision[]', 'text[]', 'text[]', 'double precision[]',
                                 'integer', 'text[]', 'integer[]', 'timestamp with time zone', 'boolean', 'integer', 'bigint',
-                                'double precision[]', 'double precision[]', 'boolean[]', 'integer[]'],
+                                'double precision[]', 'double precision[]', 'boolean[]', 'integer'],
                           'pepsi_runner', array['EXECUTE'], 'pepsi_runner may call workqueue_claim_fair');
 select function_privs_are('pepsi', 'workqueue_claim_fair',
                           array['text[]', 'integer[]', 'double precision[]', 'text[]', 'text[]', 'double precision[]',
                                 'integer', 'text[]', 'integer[]', 'timestamp with time zone', 'boolean', 'integer', 'bigint',
-                                'double precision[]', 'double precision[]', 'boolean[]', 'integer[]'],
+                                'double precision[]', 'double precision[]', 'boolean[]', 'integer'],
                           'pepsi_worker', array[]::text[], 'pepsi_worker may not call workqueue_claim_fair (D-39)');
 
 create temp table claimed (call int, workqueue_id bigint, stage text, sender_key text, fifo boolean,

@@ -7,6 +7,12 @@ select plan(24);
 select has_table('pepsi', 'config_override', 'D-117: pepsi.config_override exists');
 select col_is_pk('pepsi', 'config_override', array['section', 'key'], 'one row per section and key');
 
+-- What a runner publishes of its file (issue 15): config_set checks
+-- PROGRAM and stage references against it.
+select pepsi.stage_served_publish(0, $$[{"stage": "deliver", "program": "pepsi-stage-pass"},
+                                        {"stage": "a", "program": "pepsi-stage-exec"},
+                                        {"stage": "b", "program": "pepsi-stage-pass"}]$$);
+
 select lives_ok($$select pepsi.config_set('deliver', 'PARALLELISM', '2')$$, 'D-117: config_set a common key');
 select is((select value from pepsi.config_override where section = 'stage-deliver' and key = 'PARALLELISM'), '2',
           'D-117: the row holds the value under [stage-deliver]');

@@ -4,7 +4,7 @@
 -- dead-tuple check needs committed garbage (39-anomaly-dead-tuples.sql).
 
 begin;
-select plan(17);
+select plan(30);
 
 create function pg_temp.state_of(p_name text, p_now timestamptz default now())
 returns text language sql as $$ select e.state from pepsi.anomaly_evaluate(p_name, p_now) e $$;
@@ -50,24 +50,82 @@ select is(pg_temp.state_of('stats_freshness'), 'firing',
           'stats_freshness fires for an owner slot silent for 10 minutes while a message waits');
 delete from pepsi.workqueue where stage = 'waiting';
 
--- The dispatcher lock: nobody holds it here; take it as a dispatcher would.
-select is(pg_temp.state_of('dispatcher_lock'), 'firing', 'dispatcher_lock fires when no runner holds a dispatcher lock');
-select pg_advisory_xact_lock(1885696115, 0);
-select is(pg_temp.state_of('dispatcher_lock'), 'ok', 'dispatcher_lock is silent while owner slot 0''s lock is held');
+-- The dispatcher lock (issue 14): per owner slot of the map, exactly one
+-- dispatcher; a slot without one fires once it has been without one for
+-- more than a minute, counted from the first anomaly run (sample) that saw
+-- it so, never at once: its runner may be restarting. "A runner holds slot
+-- n" is a second session (dblink) holding pepsi.lock_key('dispatcher', n),
+-- as the runner does; the clock moves through p_now.
+create extension if not exists dblink;
+select dblink_connect('run0', format('dbname=%s port=%s host=%s', current_database(), current_setting('port'),
+                                     split_part(current_setting('unix_socket_directories'), ',', 1)));
+select dblink_connect('run1', format('dbname=%s port=%s host=%s', current_database(), current_setting('port'),
+                                     split_part(current_setting('unix_socket_directories'), ',', 1)));
+create function pg_temp.lock_in(p_conn text, p_slot int, p_fn text) returns boolean language sql as $$
+    select got from dblink(p_conn, format('select %s(k.class_id, k.object_id)::text is distinct from ''false'''
+                                          ' from pepsi.lock_key(''dispatcher'', %s) k', p_fn, p_slot)) as d(got boolean) $$;
+create function pg_temp.lock_eval(p_now timestamptz) returns text language sql as $$
+    select e.state || ' ' || e.subject || '=' || e.value from pepsi.anomaly_evaluate('dispatcher_lock', p_now) e $$;
 
--- issue 14: per owner slot of the map, exactly one dispatcher. The map is
--- written directly: topology_set would hold every slot's lock for the rest
--- of this transaction (its try-lock), and the check reads only the map.
+select is(pg_temp.state_of('dispatcher_lock'), 'no_data',
+          'issue 14: dispatcher_lock does not fire at once for a slot without a runner that no anomaly run has seen so (it may be restarting)');
+select pepsi.anomaly_sample_take(now() - interval '30 seconds');
+select is(pg_temp.state_of('dispatcher_lock'), 'no_data',
+          'issue 14: nor for a slot without an owner for 30 seconds (first seen so by the run 30 s ago)');
+select is(pg_temp.lock_eval(now() + interval '31 seconds'), 'firing owner slot 0=0',
+          'issue 14: dispatcher_lock fires for a slot without an owner for more than a minute, naming it (0 dispatchers)');
+select ok(pg_temp.lock_in('run0', 0, 'pg_try_advisory_lock'), 'slot 0''s runner starts (a second session takes its lock)');
+select is(pg_temp.lock_eval(now() + interval '31 seconds'), 'ok owner slot 0=1',
+          'issue 14: dispatcher_lock is silent while owner slot 0''s lock is held');
+
+-- A runner restarting: seen holding at +40 s, then without one from +100 s.
+select pepsi.anomaly_sample_take(now() + interval '40 seconds');
+select ok(pg_temp.lock_in('run0', 0, 'pg_advisory_unlock'), 'slot 0''s runner stops (its lock released)');
+select pepsi.anomaly_sample_take(now() + interval '100 seconds');
+select is(pg_temp.state_of('dispatcher_lock', now() + interval '130 seconds'), 'no_data',
+          'issue 14: a slot whose runner is briefly restarting (30 s without an owner) does not fire; the earlier gap does not count');
+select is(pg_temp.lock_eval(now() + interval '161 seconds'), 'firing owner slot 0=0',
+          'issue 14: the same slot fires once it has been without an owner for more than a minute');
+select ok(pg_temp.lock_in('run0', 0, 'pg_try_advisory_lock'), 'slot 0''s runner is back');
+select pepsi.anomaly_sample_take(now() + interval '170 seconds');
+
+-- Two slots in the map (written directly: topology_set would hold every
+-- slot's lock for the rest of this transaction, and the check reads only
+-- the map).
 insert into pepsi.partition_map select g, g / 4 from generate_series(0, 7) g;
-select is(pg_temp.state_of('dispatcher_lock'), 'firing',
-          'issue 14: dispatcher_lock fires when slot 1 of the map has no dispatcher, though slot 0 has one');
-select is((select array_agg(e.subject || '=' || e.value order by e.subject)
-             from pepsi.anomaly_evaluate('dispatcher_lock', now()) e),
-          '{"owner slot 1=0"}'::text[], 'issue 14: it names the slot without a dispatcher (0), not slot 0 (1)');
-select pg_advisory_xact_lock(1885696115, 1);
-select is(pg_temp.state_of('dispatcher_lock'), 'ok', 'issue 14: silent once each slot of the map has its dispatcher');
-update pepsi.partition_map set owner_slot = 2 where partition >= 6;
-select is(pg_temp.state_of('dispatcher_lock'), 'firing', 'issue 14: fires for slot 2, new in the map, until its runner starts');
+select is(pg_temp.lock_eval(now() + interval '175 seconds'), 'ok owner slot 0=1',
+          'issue 14: slot 1, new in the map, is not counted out before a run saw it without a runner');
+select pepsi.anomaly_sample_take(now() + interval '180 seconds');
+select is(pg_temp.lock_eval(now() + interval '241 seconds'), 'firing owner slot 1=0',
+          'issue 14: dispatcher_lock fires, naming slot 1, when slot 1 of the map has had no dispatcher for more than a minute though slot 0 has one');
+select ok(pg_temp.lock_in('run1', 1, 'pg_try_advisory_lock'), 'slot 1''s runner starts');
+select is(pg_temp.state_of('dispatcher_lock', now() + interval '241 seconds'), 'ok',
+          'issue 14: silent once each slot of the map has its dispatcher');
+select pepsi.anomaly_sample_take(now() + interval '250 seconds');
+select is((select string_agg(subject || '=' || value, ',' order by sampled_at) from pepsi.anomaly_sample where source = 'dispatcher'),
+          'owner slot 0=0,owner slot 0=1,owner slot 0=0,owner slot 0=1,owner slot 1=0,owner slot 1=1',
+          'D-139: samples of the lock holders only where they changed');
+select pepsi.anomaly_sample_take(now() + interval '310 seconds');
+select is((select count(*)::int from pepsi.anomaly_sample where source = 'dispatcher'), 6,
+          'D-139: a run over unchanged lock holders writes no sample');
+
+-- More than one holder of a slot's lock cannot be two runners (the
+-- runner's lock is exclusive) but is still out of range: shared holders.
+select ok(pg_temp.lock_in('run1', 1, 'pg_advisory_unlock'), 'slot 1''s runner stops');
+select ok(pg_temp.lock_in('run1', 1, 'pg_advisory_lock_shared') and pg_temp.lock_in('run0', 1, 'pg_advisory_lock_shared'),
+          'two sessions share slot 1''s lock');
+select is(pg_temp.lock_eval(now() + interval '320 seconds'), 'firing owner slot 1=2',
+          'issue 14: dispatcher_lock fires on more than one holder of a slot''s lock');
+
+-- Retention: three days on, slot 0's holder unchanged since +170 s: its
+-- latest sample stays (a slot down for days is down since then).
+select pepsi.anomaly_sample_take(now() + interval '3 days');
+select is((select string_agg(subject || '=' || value, ',') from pepsi.anomaly_sample
+            where source = 'dispatcher' and sampled_at < now() + interval '1 day'), 'owner slot 0=1',
+          'issue 14: the two-day retention keeps the latest dispatcher sample of each slot');
+
+select dblink_disconnect('run0');
+select dblink_disconnect('run1');
 
 select * from finish();
 rollback;

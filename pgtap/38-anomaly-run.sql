@@ -59,10 +59,11 @@ select ok(has_function_privilege('pepsi_runner', 'pepsi.anomaly_run(timestamptz,
 -- A healthy queue. The checks of the whole cluster's health (dead rows
 -- left by earlier test files, this transaction's age, connections) are
 -- tested in 37 and 39 and left out here; the dispatcher lock is taken as
--- a runner would hold it.
+-- a runner would hold it, and the stage it serves published (issue 15).
 select pepsi.anomaly_check_set(c, '{"enabled": false}')
   from unnest(array['dead_tuple_ratio', 'xmin_horizon_age', 'connection_usage']) c;
 select pg_advisory_xact_lock(1885696115, 0);
+select pepsi.stage_served_publish(0, '[{"stage": "deliver", "program": "pepsi-stage-pass"}]');
 select pepsi.reconcile();
 select pepsi.stats_flush(0, null, '{"claims": 1}');
 select is((select count(*)::int from pepsi.anomaly_run(now())), (select count(*)::int from pepsi.anomaly_check),

@@ -36,6 +36,8 @@ insert into fn_doc values
     ('workqueue_strike',              '{pepsi_runner}'),
     ('workqueue_body_gc',             '{pepsi_runner}'),
     ('stats_flush',                   '{pepsi_runner}'),
+    ('stage_served_publish',          '{pepsi_runner}'),
+    ('stage_served_live',             '{pepsi_reader,pepsi_runner}'),
     ('reconcile',                     '{pepsi_runner}'),
     ('anomaly_run',                   '{pepsi_runner}'),
     ('anomaly_refresh',               '{pepsi_runner}'),
@@ -100,7 +102,7 @@ insert into fn_doc values
     ('webhook_backfill_inject', '{}'), ('webhook_backfill_due', '{}'), ('webhook_backfill_check_id', '{}'),
     ('webhook_event_delivered', '{}'), ('webhook_event_digest', '{}'), ('reconcile_flag', '{}'),
     ('reconcile_lost', '{}'), ('reconcile_stuck', '{}'), ('reconcile_links', '{}'), ('reconcile_digests', '{}'),
-    ('reconcile_gaps', '{}'), ('reconcile_retention', '{}'), ('anomaly_sample_take', '{}'),
+    ('reconcile_gaps', '{}'), ('reconcile_retention', '{}'), ('anomaly_sample_take', '{}'), ('dispatcher_slots', '{}'),
     ('anomaly_delta', '{}'), ('control_signal_send', '{}'), ('config_override_changed', '{}'),
     ('user_address_add', '{}'), ('user_address_remove', '{}'), ('user_address_owns', '{}'),
     ('settings_put', '{}'), ('settings_option_operator_only', '{}'), ('reconcile_stamp', '{}'),
@@ -117,9 +119,12 @@ insert into fn_doc values
     ('transition_failed_state', '{}'),
     -- issue 14: the topology's helpers (owner only)
     ('topology_fingerprint_of', '{}'), ('topology_read', '{}'), ('topology_write', '{}'),
-    ('topology_map_check', '{}'), ('topology_partitions', '{}'),
+    ('topology_map_check', '{}'),
     -- issue 14: the claims' list of paused tubes and sweep (owner only)
-    ('tube_pause_current', '{}');
+    ('tube_pause_current', '{}'),
+    -- issue 15: overlay validation, called only by config_set and its siblings
+    ('conf_duration_ms', '{}'), ('conf_edit_distance', '{}'), ('conf_key_typo', '{}'),
+    ('config_value_check', '{}'), ('config_graph', '{}'), ('config_graph_check', '{}');
 
 -- Functions known to lack their revoke, left out of the per-role
 -- comparisons while a fix is under way: none today.
@@ -140,6 +145,7 @@ insert into rel_doc values
     ('anomaly_dashboard',      '{pepsi_reader,pepsi_runner}'),
     ('stage_stats',            '{pepsi_reader}'),
     ('dispatch_stats',         '{pepsi_reader}'),
+    ('stage_served',           '{pepsi_reader}'),
     ('config_override',        '{pepsi_reader}'),
     ('config_key',             '{pepsi_reader}'),
     ('settings',               '{pepsi_reader}'),

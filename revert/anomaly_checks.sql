@@ -11,6 +11,7 @@ drop table pepsi.anomaly_state;
 drop table pepsi.anomaly_check;
 drop function pepsi.anomaly_delta(text, text, interval, timestamptz);
 drop function pepsi.anomaly_sample_take(timestamptz);
+drop function pepsi.dispatcher_slots();
 drop table pepsi.anomaly_sample;
 drop materialized view pepsi.anomaly_gap_mv;
 drop materialized view pepsi.anomaly_orphan_mv;

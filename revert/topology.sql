@@ -2,7 +2,6 @@
 
 begin;
 
-drop function pepsi.topology_partitions(int[]);
 drop function pepsi.partition_map_set(int[]);
 drop function pepsi.topology_set(int, int, text);
 drop function pepsi.topology_map_check(int[], int);

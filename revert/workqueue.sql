@@ -2,7 +2,7 @@
 
 begin;
 
-drop function pepsi.workqueue_release_due(timestamptz, int[]);
+drop function pepsi.workqueue_release_due(timestamptz, int);
 drop table pepsi.workqueue;
 drop table pepsi.workqueue_body;
 drop function pepsi.sender_key_of(text, inet, text, text[]);

@@ -2,7 +2,7 @@
 
 begin;
 
-drop function pepsi.workqueue_claim(text[], int[], timestamptz, boolean, bigint, int[]);
+drop function pepsi.workqueue_claim(text[], int[], timestamptz, boolean, bigint, int);
 drop function pepsi.claim_incarnation();
 drop sequence pepsi.claim_incarnation_seq;
 

@@ -18,6 +18,7 @@ select 1 / pg_catalog.has_function_privilege('pepsi_runner', 'pepsi.anomaly_refr
 -- issue 13: every function of the change, by its exact signature.
 select 'pepsi.anomaly_delta(text, text, interval, timestamptz)'::regprocedure;
 select 'pepsi.anomaly_sample_take(timestamptz)'::regprocedure;
+select 'pepsi.dispatcher_slots()'::regprocedure;
 select 'pepsi.ingress_stats_flush(text, jsonb, timestamptz)'::regprocedure;
 -- issue 13: every index of the change, by name.
 select 'pepsi.anomaly_check_pkey'::regclass;

@@ -18,6 +18,21 @@ select 'pepsi.config_key_check(text)'::regprocedure;
 select 'pepsi.config_remove_stage(text)'::regprocedure;
 select 'pepsi.config_section_check(text)'::regprocedure;
 select 'pepsi.config_unset(text, text)'::regprocedure;
+select 'pepsi.conf_duration_ms(text)'::regprocedure;
+select 'pepsi.conf_edit_distance(text, text)'::regprocedure;
+select 'pepsi.conf_key_typo(text, text)'::regprocedure;
+select 'pepsi.config_value_check(text, text, text)'::regprocedure;
+select 'pepsi.config_graph()'::regprocedure;
+select 'pepsi.config_graph_check(text)'::regprocedure;
+-- issue 15: a PARALLELISM of 0 is refused at the source (PX044).
+do $$
+begin
+    perform pepsi.config_value_check('verify-x', 'PARALLELISM', '0');
+    raise exception 'config_value_check accepted PARALLELISM 0';
+exception when sqlstate 'PX044' then
+    null;
+end
+$$;
 -- issue 13: every index of the change, by name.
 select 'pepsi.config_override_pkey'::regclass;
 

@@ -12,7 +12,6 @@ select 'pepsi.topology_write(text, int, int[], int, text, int[])'::regprocedure;
 select 'pepsi.topology_map_check(int[], int)'::regprocedure;
 select 'pepsi.topology_set(int, int, text)'::regprocedure;
 select 'pepsi.partition_map_set(int[])'::regprocedure;
-select 'pepsi.topology_partitions(int[])'::regprocedure;
 select partitions from pepsi.topology_check(0) where false;
 
 -- issue 13: every index of the change, by name.

@@ -15,12 +15,19 @@ select 1 / (pepsi.sender_key_of(null, '2001:db8::1', null, '{}') = 'ip:2001:db8:
 -- issue 11: the input limits are deployed and address_check applies RFC 5321's.
 select 1 / (pepsi.input_limit('subject') = 998 and pepsi.input_limit('recipients') = 1000)::int;
 select 1 / count(*) from pepsi.input_limits() where field = 'body' and max_value = 67108864;
-select 'pepsi.workqueue_release_due(timestamptz, int[])'::regprocedure;
--- issue 14: every row has its tube's partition, and the claims' index leads with it after the stage.
-select partition from pepsi.workqueue where false;
+select 'pepsi.workqueue_release_due(timestamptz, int)'::regprocedure;
+-- issue 14: every row has its tube's partition and owner slot, and the claims' and the
+-- sweep's indexes lead with the slot.
+select partition, owner_slot from pepsi.workqueue where false;
 select 1 / count(*) from pg_catalog.pg_indexes
  where schemaname = 'pepsi' and indexname = 'workqueue_pending_idx'
-   and indexdef like '%(stage, partition, workqueue_id) WHERE (status = %';
+   and indexdef like '%(stage, owner_slot, workqueue_id) WHERE (status = %';
+select 1 / count(*) from pg_catalog.pg_indexes
+ where schemaname = 'pepsi' and indexname = 'workqueue_pending_sender_idx'
+   and indexdef like '%(stage, owner_slot, sender_key, workqueue_id) WHERE (status = %';
+select 1 / count(*) from pg_catalog.pg_indexes
+ where schemaname = 'pepsi' and indexname = 'workqueue_paused_idx'
+   and indexdef like '%(owner_slot, timeout) WHERE (status = %';
 do $$
 begin
     perform pepsi.address_check(repeat('a', 65) || '@example.org');

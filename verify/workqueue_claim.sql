@@ -2,8 +2,8 @@
 
 begin;
 
-select pg_catalog.has_function_privilege('pepsi.workqueue_claim(text[], int[], timestamptz, boolean, bigint, int[])', 'execute');
-select pg_catalog.has_function_privilege('pepsi_runner', 'pepsi.workqueue_claim(text[], int[], timestamptz, boolean, bigint, int[])', 'execute');
+select pg_catalog.has_function_privilege('pepsi.workqueue_claim(text[], int[], timestamptz, boolean, bigint, int)', 'execute');
+select pg_catalog.has_function_privilege('pepsi_runner', 'pepsi.workqueue_claim(text[], int[], timestamptz, boolean, bigint, int)', 'execute');
 
 select 'pepsi.claim_incarnation()'::regprocedure;
 select 1 / (pepsi.claim_incarnation() > 0)::int;

@@ -3,14 +3,14 @@
 begin;
 
 select 1 / pg_catalog.has_function_privilege('pepsi_runner',
-    'pepsi.workqueue_claim_fair(text[], int[], float8[], text[], text[], float8[], int, text[], int[], timestamptz, boolean, int, bigint, float8[], float8[], boolean[], int[])',
+    'pepsi.workqueue_claim_fair(text[], int[], float8[], text[], text[], float8[], int, text[], int[], timestamptz, boolean, int, bigint, float8[], float8[], boolean[], int)',
     'execute')::int;
 select 1 / (not pg_catalog.has_function_privilege('public',
-    'pepsi.workqueue_claim_fair(text[], int[], float8[], text[], text[], float8[], int, text[], int[], timestamptz, boolean, int, bigint, float8[], float8[], boolean[], int[])',
+    'pepsi.workqueue_claim_fair(text[], int[], float8[], text[], text[], float8[], int, text[], int[], timestamptz, boolean, int, bigint, float8[], float8[], boolean[], int)',
     'execute'))::int;
 select workqueue_id, stage, sender_key, fifo, window_next, window_lap, fifo_credit, lead_floor, leads_lost
   from pepsi.workqueue_claim_fair('{}', '{}', '{}', '{}', '{}', '{}');
-select 'pepsi.workqueue_sender_probe(text, text, text, int, int[], text[])'::regprocedure;
+select 'pepsi.workqueue_sender_probe(text, text, text, int, int, text[])'::regprocedure;
 -- The kept leads: UNLOGGED, the owner's only.
 select stage, sender_key, incarnation, v from pepsi.fair_lead where false;
 select stage, incarnation from pepsi.fair_stage where false;

@@ -17,6 +17,7 @@
 #include "dispatch/maintain.h"
 #include "lib/pgpass.h"
 #include "lib/schema.h"
+#include "lib/service.h"
 #include "cli/status.h"
 #include "cli/settings_cmd.h"
 #include "cli/conf_keys_cmd.h"
@@ -48,7 +49,7 @@ static void usage(FILE *out, const char *prog)
             "       %s [GLOBAL-OPTIONS] status\n"
             "       %s [GLOBAL-OPTIONS] settings list|set|delete|owners|own|disown ...\n"
             "       %s [GLOBAL-OPTIONS] stage NAME worker\n"
-            "       %s conf-keys sql|readme\n"
+            "       %s conf-keys sql|readme|man\n"
             "\n"
             "Global options (before the subcommand):\n"
             "  -c, --config FILE   read FILE instead of $PEPSI_CONFIG or /etc/pepsi/pepsi.conf\n"
@@ -58,8 +59,8 @@ static void usage(FILE *out, const char *prog)
             "  -V, --version       print the version and exit\n"
             "\n"
             "Commands:\n"
-            "  serve               run the dispatcher until SIGINT or SIGTERM\n"
-            "  ingress             run the webhook endpoint until SIGINT or SIGTERM\n"
+            "  serve               run the dispatcher until SIGINT or SIGTERM (SIGHUP: reload)\n"
+            "  ingress             run the webhook endpoint until SIGINT or SIGTERM (SIGHUP: reload)\n"
             "  maintain            run reconciliation and anomaly checks alone until SIGINT or SIGTERM\n"
             "  status              print the anomaly checks (pepsi.anomaly_dashboard) and exit\n"
             "  settings list [ADDRESS] | set ADDRESS STAGE OPTION VALUE | delete ADDRESS [STAGE [OPTION]]\n"
@@ -67,9 +68,9 @@ static void usage(FILE *out, const char *prog)
             "  settings owners [LOGIN] | own LOGIN ADDRESS | disown LOGIN [ADDRESS]\n"
             "                      which addresses an end user's control messages may change\n"
             "  stage NAME worker   run built-in stage NAME as a worker (%s)\n"
-            "  conf-keys sql|readme\n"
-            "                      print the configuration keys as SQL (deploy/config_keys.sql) or as\n"
-            "                      the README's table\n",
+            "  conf-keys sql|readme|man\n"
+            "                      print the configuration keys as SQL (deploy/config_keys.sql), as\n"
+            "                      the README's table, or as pepsi.conf(5)'s (man/pepsi.conf.5)\n",
             prog, prog, prog, prog, prog, prog, prog, stages_builtin_names());
 }
 
@@ -149,6 +150,14 @@ static int serve(struct conf *conf, const char *path)
         return 1;
     }
     char *dir = self_dir();
+    /* Issue 15: a PROGRAM that cannot run, or a key a built-in stage does
+     * not know, is a configuration error now, not at the first message. */
+    if (stages_check_programs(conf, dir, err, sizeof err) != 0) {
+        log_error("config", "%s", err);
+        free(dir);
+        worker_auth_cleanup(&auth);
+        return EXIT_CONFIG;
+    }
     int code = dispatch_serve(conf, path, dir, &auth);
     free(dir);
     worker_auth_cleanup(&auth);
@@ -165,7 +174,10 @@ static int run_daemon(const struct options *o, enum daemon which)
         log_error("config", "%s", err);
         /* D-10: a malformed configuration file; 78 for one that holds a
          * secret and is open to other users (issue 11). */
-        return rc == CONF_INSECURE ? EXIT_CONFIG : 1;
+        int code = rc == CONF_INSECURE ? EXIT_CONFIG : 1;
+        if (which != DAEMON_STATUS)
+            service_refused("config", code);
+        return code;
     }
     int code;
     if (which == DAEMON_INGRESS)
@@ -177,6 +189,9 @@ static int run_daemon(const struct options *o, enum daemon which)
     else
         code = serve(&conf, path);
     conf_free(&conf);
+    if (which != DAEMON_STATUS)
+        service_refused(which == DAEMON_INGRESS ? "ingress" : which == DAEMON_MAINTAIN ? "maintain" : "dispatch",
+                        code); /* a restart backoff systemd 252 lacks (issue 15) */
     return code;
 }
 

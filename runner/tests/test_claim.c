@@ -108,6 +108,7 @@ int main(void)
     conf.fair_scheduling = true;
     conf.fair_half_life_ms = 3600000;
     conf.fair_fifo_percent = 10;
+    conf.owner_slot = 3;
     struct stage sa = {.name = "a"}, sb = {.name = "b"};
     struct stage *stages[] = {&sa, &sb};
     int caps[] = {4, 0};
@@ -116,13 +117,8 @@ int main(void)
     struct claim_query q = build(c, stages, caps, 2, 0);
     CHECK_INT(q.n, 16, "the fair claim takes 16 parameters");
     CHECK_CONTAINS(q.sql, "p_lead_sync => $15::boolean[]", "the statement passes p_lead_sync");
-    CHECK_CONTAINS(q.sql, "p_partitions => $16::int[]", "issue 14: the statement passes p_partitions");
-    CHECK(q.params[15] == NULL, "issue 14: no partitions set: NULL, every partition");
-    claim_query_free(&q);
-    claimer_set_partitions(c, "{1,3}");
-    q = build(c, stages, caps, 2, 0);
-    CHECK_STR(q.params[15], "{1,3}", "issue 14: the slot's partitions go with every claim");
-    claimer_set_partitions(c, NULL);
+    CHECK_CONTAINS(q.sql, "p_owner_slot => $16::int", "issue 14: the statement passes p_owner_slot");
+    CHECK_STR(q.params[15], "3", "issue 14: the runner's OWNER_SLOT goes with every claim");
     CHECK_STR(q.params[P_STAGES], "{\"a\"}", "a stage with capacity 0 is left out");
     CHECK_STR(q.params[P_LSENDERS], "{}", "D-139: a new dispatcher sends no lead");
     CHECK_STR(q.params[P_SYNC], "{f}", "D-139: ... and no sync (an idle runner writes nothing)");

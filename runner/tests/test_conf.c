@@ -1,6 +1,10 @@
 /* test_conf.c — pepsi.conf: defaults, values, errors (file, line, key). */
 #include "lib/conf.h"
+#include "lib/conf_key.h"
+#include "lib/conf_value.h"
 #include "unit.h"
+
+#include <jansson.h>
 
 #include <limits.h>
 #include <stdlib.h>
@@ -738,8 +742,45 @@ static void test_user_options(void)
         CHECK(!conf_option_operator_only(*k), "issue 11: %s may be allow-listed", *k);
 }
 
+#define VALUE_VECTORS "testdata/conf-value-vectors.json"
+
+/* Issue 15: the durations and typos that pgtap/54 checks against the SQL
+ * twins (pepsi.conf_duration_ms, pepsi.conf_key_typo), so the two cannot
+ * drift apart. */
+static void test_value_vectors(void)
+{
+    json_error_t jerr;
+    json_t *all = json_load_file(VALUE_VECTORS, 0, &jerr);
+    CHECK(all != NULL, "issue 15: " VALUE_VECTORS " loads (%s)", all ? "ok" : jerr.text);
+    if (all == NULL)
+        return;
+    json_t *durs = json_object_get(all, "durations"), *typos = json_object_get(all, "typos"), *v;
+    size_t i;
+    CHECK(json_array_size(durs) >= 30, "issue 15: at least 30 duration vectors");
+    json_array_foreach(durs, i, v) {
+        const char *text = json_string_value(json_object_get(v, "text"));
+        json_t *want = json_object_get(v, "ms");
+        int64_t ms = -1;
+        int rc = conf_parse_duration(text, &ms);
+        if (json_is_null(want))
+            CHECK(rc < 0, "issue 15: duration \"%s\" is refused", text);
+        else
+            CHECK(rc == 0 && ms == (int64_t)json_integer_value(want), "issue 15: duration \"%s\" is %lld ms",
+                  text, (long long)json_integer_value(want));
+    }
+    json_array_foreach(typos, i, v) {
+        const char *key = json_string_value(json_object_get(v, "key"));
+        const char *want = json_string_value(json_object_get(v, "typo_of"));
+        const char *got = conf_key_typo(CS_STAGE, key);
+        CHECK(want ? got && strcmp(got, want) == 0 : got == NULL, "issue 15: %s is a typo of %s (got %s)", key,
+              want ? want : "nothing", got ? got : "nothing");
+    }
+    json_decref(all);
+}
+
 int main(void)
 {
+    test_value_vectors();
     test_defaults();
     test_all_keys_set();
     test_durations();

@@ -38,6 +38,20 @@ static void check_valid(json_t *v, json_t *counts)
     }
 }
 
+/* T-42: the router's only inputs are the name's bytes and the stored
+ * topology's partition count; the types leave no way in for the number
+ * of live runners (a third parameter, or a count of runners in place of
+ * the partition count's type, fails here). */
+static void check_router_inputs(void)
+{
+    CHECK(_Generic(&tube_hash, uint64_t(*)(const char *, size_t): true, default: false),
+          "T-42: tube_hash(name, length) reads the name's bytes only");
+    CHECK(_Generic(&tube_partition, uint32_t(*)(uint64_t, uint32_t): true, default: false),
+          "T-42: tube_partition(hash, partition count): no input for the number of live runners");
+    uint64_t h = tube_hash("job.17", 6);
+    CHECK_INT(tube_partition(h, 256), (int64_t)(h % 256), "T-42: partition(\"job.17\", 256) is hash mod 256");
+}
+
 int main(void)
 {
     json_error_t err;
@@ -78,6 +92,7 @@ int main(void)
     CHECK(tube_hash("a", 1) != tube_hash("A", 1), "T-03: no case folding");
     CHECK(tube_hash("", 0) == TUBE_FNV_OFFSET_BASIS, "FNV-1a of no bytes is the offset basis");
     CHECK(tube_partition(UINT64_MAX, 1024) == 1023, "T-01: the partition treats the hash as unsigned");
+    check_router_inputs();
     json_decref(all);
     return unit_done();
 }

@@ -225,14 +225,77 @@ int conf_keys_readme(FILE *out)
     return fflush(out) == 0 && !ferror(out) ? 0 : -1;
 }
 
+/* ---- man/pepsi.conf.5 (issue 15) ---- */
+
+/* s as roff text: backslashes and hyphens escaped, a line never starting
+ * with a control character. */
+static void roff_text(FILE *out, const char *s)
+{
+    if (*s == '.' || *s == '\'')
+        fputs("\\&", out);
+    for (; *s; s++) {
+        if (*s == '\\')
+            fputs("\\e", out);
+        else if (*s == '-')
+            fputs("\\-", out);
+        else
+            fputc(*s, out);
+    }
+}
+
+static void man_row(FILE *out, const struct conf_key *k)
+{
+    fputs(".TP\n.B ", out);
+    roff_text(out, k->name);
+    fputc('\n', out);
+    md_type(out, k); /* plain words, no markup */
+    if (k->flags & CK_REQUIRED)
+        fputs("; required", out);
+    else if (k->def == NULL || (*k->def == '\0' && (k->flags & CK_OPTIONAL)))
+        fputs("; default unset", out);
+    else if (*k->def == '\0')
+        fputs("; default empty", out);
+    else {
+        fputs("; default \\fB", out);
+        roff_text(out, k->def);
+        fputs("\\fR", out);
+    }
+    fputs(".\n", out);
+    roff_text(out, k->doc);
+    if (k->sect == CS_STAGE && !(k->flags & CK_OPERATOR))
+        fputs(" (USER_OPTIONS may list it: an end user may set it per address)", out);
+    fputs(".\n", out);
+}
+
+int conf_keys_man(FILE *out)
+{
+    size_t n;
+    const struct conf_key *k = conf_keys(&n);
+    const enum conf_sect order[] = {CS_PEPSI, CS_POSTGRES, CS_DISPATCH, CS_STAGE};
+    for (size_t j = 0; j < sizeof order / sizeof order[0]; j++) {
+        if (order[j] == CS_STAGE)
+            fputs(".SS \"[stage\\-\\fIname\\fR]\"\n", out);
+        else {
+            fputs(".SS \"[", out);
+            roff_text(out, conf_sect_name(order[j]));
+            fputs("]\"\n", out);
+        }
+        for (size_t i = 0; i < n; i++)
+            if (k[i].sect == order[j])
+                man_row(out, &k[i]);
+    }
+    return fflush(out) == 0 && !ferror(out) ? 0 : -1;
+}
+
 int conf_keys_command(int argc, char **argv)
 {
     bool sql = argc == 1 && strcmp(argv[0], "sql") == 0;
-    if (!sql && !(argc == 1 && strcmp(argv[0], "readme") == 0)) {
-        fprintf(stderr, "usage: pepsi-runner conf-keys sql|readme\n");
+    bool man = argc == 1 && strcmp(argv[0], "man") == 0;
+    if (!sql && !man && !(argc == 1 && strcmp(argv[0], "readme") == 0)) {
+        fprintf(stderr, "usage: pepsi-runner conf-keys sql|readme|man\n");
         return EXIT_USAGE;
     }
-    if ((sql ? conf_keys_sql(stdout) : conf_keys_readme(stdout)) != 0) {
+    if ((sql ? conf_keys_sql(stdout) : man ? conf_keys_man(stdout) : conf_keys_readme(stdout)) != 0) {
         perror("pepsi-runner conf-keys: writing the output");
         return 1;
     }

@@ -33,7 +33,7 @@ struct claimer {
     struct stage_fair *tables;
     size_t n_tables;
     struct charge *buckets[INFLIGHT_BUCKETS];
-    char *partitions;           /* the slot's partitions, an int[] literal; NULL: all (issue 14) */
+    char owner_slot[16];        /* OWNER_SLOT as text: every claim's p_owner_slot (issue 14) */
 };
 
 struct claimer *claimer_new(const struct conf *conf)
@@ -42,6 +42,7 @@ struct claimer *claimer_new(const struct conf *conf)
     c->fair_on = conf->fair_scheduling;
     c->fifo_percent = conf->fair_fifo_percent;
     c->half_life_ms = (uint64_t)conf->fair_half_life_ms;
+    snprintf(c->owner_slot, sizeof c->owner_slot, "%d", conf->owner_slot);
     return c;
 }
 
@@ -52,17 +53,10 @@ static void charge_free(struct charge *ch)
     free(ch);
 }
 
-void claimer_set_partitions(struct claimer *c, const char *partitions)
-{
-    free(c->partitions);
-    c->partitions = partitions ? xstrdup(partitions) : NULL;
-}
-
 void claimer_free(struct claimer *c)
 {
     if (c == NULL)
         return;
-    free(c->partitions);
     for (size_t i = 0; i < INFLIGHT_BUCKETS; i++)
         while (c->buckets[i]) {
             struct charge *ch = c->buckets[i];
@@ -138,13 +132,13 @@ static int build_plain(const struct claimer *c, struct stage *const *stages, con
     int included = (int)pgarray_count(&st);
     /* No p_now: the database's clock decides (issue 12). */
     q->sql = "select workqueue_id, stage, sender_key from pepsi.workqueue_claim($1::text[], $2::int[],"
-             " p_release_paused => $3::boolean, p_claim_id => $4::bigint, p_partitions => $5::int[])";
+             " p_release_paused => $3::boolean, p_claim_id => $4::bigint, p_owner_slot => $5::int)";
     q->n = 5;
     q->params[0] = pgarray_finish(&st);
     q->params[1] = pgarray_finish(&cp);
     q->params[2] = xstrdup(release ? "t" : "f");
     q->params[3] = xstrdup(claim_id);
-    q->params[4] = c->partitions ? xstrdup(c->partitions) : NULL;
+    q->params[4] = xstrdup(c->owner_slot);
     return included;
 }
 
@@ -217,7 +211,7 @@ static int build_fair(struct claimer *c, struct stage *const *stages, const int 
              " from pepsi.workqueue_claim_fair($1::text[], $2::int[], $3::float8[], $4::text[], $5::text[],"
              " $6::float8[], $7::int, $8::text[], $9::int[], p_release_paused => $10::boolean,"
              " p_window_size => $11::int, p_claim_id => $12::bigint, p_lead_base => $13::float8[],"
-             " p_lead_scale => $14::float8[], p_lead_sync => $15::boolean[], p_partitions => $16::int[])";
+             " p_lead_scale => $14::float8[], p_lead_sync => $15::boolean[], p_owner_slot => $16::int)";
     q->n = 16;
     q->params[0] = pgarray_finish(&a.st);
     q->params[1] = pgarray_finish(&a.cp);
@@ -236,7 +230,7 @@ static int build_fair(struct claimer *c, struct stage *const *stages, const int 
     q->params[12] = pgarray_finish(&a.base);
     q->params[13] = pgarray_finish(&a.scale);
     q->params[14] = pgarray_finish(&a.sync);
-    q->params[15] = c->partitions ? xstrdup(c->partitions) : NULL;
+    q->params[15] = xstrdup(c->owner_slot);
     return included;
 }
 

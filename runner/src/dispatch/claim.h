@@ -51,10 +51,6 @@ struct claim_row *claim_rows(const PGresult *res, int *n);
 struct claimer *claimer_new(const struct conf *conf);
 void claimer_free(struct claimer *c);
 
-/* The partitions every later claim covers (issue 14): an int[] literal
- * from lib/topology (copied), or NULL for all. */
-void claimer_set_partitions(struct claimer *c, const char *partitions);
-
 /* Builds the claim for the stages with free capacity (caps[i] for
  * stages[i], 0: skipped). Returns how many stages it covers; the query is
  * then in *q (free with claim_query_free). claim_id identifies the claim's

@@ -116,9 +116,12 @@ static void init_handles(struct runner *r)
     uv_timer_init(r->loop, &r->reload_timer);
     uv_signal_init(r->loop, &r->sigint);
     uv_signal_init(r->loop, &r->sigterm);
+    uv_signal_init(r->loop, &r->sighup);
+    uv_signal_init(r->loop, &r->sigusr1);
+    uv_signal_init(r->loop, &r->sigusr2);
     r->claim_idle.data = r->claim_check.data = r->heartbeat.data = r->stats_timer.data = r;
     r->tick.data = r->paused_timer.data = r->reconnect_timer.data = r->reload_timer.data = r;
-    r->sigint.data = r->sigterm.data = r;
+    r->sigint.data = r->sigterm.data = r->sighup.data = r->sigusr1.data = r->sigusr2.data = r;
 }
 
 /* The stage limits of the current table, for reconciliation passes. */
@@ -136,6 +139,9 @@ static int start_handles(struct runner *r)
     rc = rc ? rc : uv_timer_start(&r->tick, tick_cb, TICK_MS, TICK_MS);
     rc = rc ? rc : uv_signal_start(&r->sigint, signal_cb, SIGINT);
     rc = rc ? rc : uv_signal_start(&r->sigterm, signal_cb, SIGTERM);
+    rc = rc ? rc : uv_signal_start(&r->sighup, hup_cb, SIGHUP);
+    rc = rc ? rc : uv_signal_start(&r->sigusr1, usr_cb, SIGUSR1);
+    rc = rc ? rc : uv_signal_start(&r->sigusr2, usr_cb, SIGUSR2);
     if (rc == 0 && r->conf->maintenance)
         rc = maintain_start(&r->maint, r->loop, r->conf, r->config_path, stage_limits, r);
     if (rc != 0)
@@ -159,6 +165,7 @@ static void runner_init(struct runner *r, struct conf *conf, uv_loop_t *loop, co
     r->env.cooldown_ms = conf->cooldown_ms;
     r->env.dstats = &r->dstats;
     r->env.ev = (struct pool_events){answered_cb, requeue_cb, strike_cb, overload_cb, wake, r};
+    snprintf(r->owner_slot, sizeof r->owner_slot, "%d", conf->owner_slot);
     r->claimer = claimer_new(conf);
     db_init(&r->db, loop, (struct db_hooks){notify_cb, db_lost_cb, r});
     control_signals_init(&r->ctl, &r->db, COMPONENT, control_act, r);
@@ -177,7 +184,6 @@ static void runner_teardown(struct runner *r)
     }
     claimer_free(r->claimer);
     free(r->lost_claims);
-    free(r->partitions);
 }
 
 int dispatch_serve(struct conf *conf, const char *config_path, const char *self_dir,
@@ -206,6 +212,9 @@ int dispatch_serve(struct conf *conf, const char *config_path, const char *self_
     log_info(COMPONENT, "serving %zu stage(s) as owner slot %d", r.tabs->n_stages, conf->owner_slot);
     sd_notifyf(0, "READY=1\nSTATUS=serving %zu stage(s)\nMAINPID=%lu", r.tabs->n_stages,
                (unsigned long)getpid());
+    service_started();
+    if (service_watchdog_start(&r.watchdog, &loop, COMPONENT) != 0)
+        begin_shutdown(&r, 1, false);
 
     uv_run(&loop, UV_RUN_DEFAULT);
     code = r.exit_code;

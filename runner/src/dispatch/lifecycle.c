@@ -12,6 +12,7 @@
 #include "lib/topology.h"
 #include "lib/util.h"
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -68,16 +69,6 @@ static void unclaim_done(struct db *db, PGresult *res, void *arg)
     free(uc);
 }
 
-/* The owner slot's partitions (issue 14) as lib/topology confirmed them:
- * kept for the running-row operations and handed to the claimer. NULL:
- * all. */
-static void runner_set_partitions(struct runner *r, const char *partitions)
-{
-    free(r->partitions);
-    r->partitions = partitions ? xstrdup(partitions) : NULL;
-    claimer_set_partitions(r->claimer, partitions);
-}
-
 /* Gives back every claim whose answer was lost, in one call, before any
  * new claim (issue 12: any number of them). */
 static void unclaim_lost(struct runner *r)
@@ -88,8 +79,8 @@ static void unclaim_lost(struct runner *r)
     uc->r = r;
     uc->n = r->n_lost_claims;
     char *ids = pgarray_of_int64(r->lost_claims, uc->n);
-    const char *params[] = {ids, r->partitions};
-    db_query(&r->db, "select pepsi.workqueue_unclaim($1::bigint[], $2::int[])", 2, params, DB_UNGATED, unclaim_done,
+    const char *params[] = {ids, r->owner_slot};
+    db_query(&r->db, "select pepsi.workqueue_unclaim($1::bigint[], $2::int)", 2, params, DB_UNGATED, unclaim_done,
              uc);
     free(ids);
 }
@@ -154,12 +145,9 @@ static void retopology_done(struct db *db, PGresult *res, void *arg)
     struct runner *r = arg;
     if (res == NULL)
         return;
-    char *partitions = NULL;
-    int code = topology_judge(db->conn, res, r->conf, COMPONENT, &partitions);
+    int code = topology_judge(db->conn, res, r->conf, COMPONENT);
     PQclear(res);
     if (code == 0) {
-        runner_set_partitions(r, partitions);
-        free(partitions);
         db_query(&r->db, LISTEN_SQL, 0, NULL, DB_UNGATED | DB_MULTI, listen_done, r);
     } else if (code == EXIT_CONFIG) {
         /* As relock_refused: off the database first (the connection is
@@ -200,8 +188,8 @@ static void reconnected_cb(PGconn *c, const char *why, bool overload, void *arg)
     (void)overload;
     r->connecting = NULL;
     if (c == NULL) {
-        log_warning(COMPONENT, "cannot reconnect to the database: %s; trying again in %d ms", why,
-                    r->reconnect_delay_ms);
+        log_warning(COMPONENT, "cannot reconnect to the database: %s; trying again in %s", why,
+                    LOG_DURATION(r->reconnect_delay_ms));
         schedule_reconnect(r);
         return;
     }
@@ -225,7 +213,7 @@ static void reconnect_cb(uv_timer_t *t)
     r->connecting = aconn_start(r->loop, r->conf->conninfo, r->conf->connect_timeout_ms, "pepsi-runner",
                                 reconnected_cb, r);
     if (r->connecting == NULL) {
-        log_error(COMPONENT, "cannot start a connection attempt; trying again in %d ms", r->reconnect_delay_ms);
+        log_error(COMPONENT, "cannot start a connection attempt; trying again in %s", LOG_DURATION(r->reconnect_delay_ms));
         schedule_reconnect(r);
     }
 }
@@ -277,13 +265,25 @@ void shutdown_progress(struct runner *r)
     uv_stop(r->loop);
 }
 
+/* A worker asked to stop finishes what it holds under its stage's
+ * MAX_RUNTIME: the whole stop waits for the longest of them. */
+static int64_t longest_max_runtime(const struct runner *r)
+{
+    int64_t longest = 0;
+    for (const struct stagetab *t = r->tabs; t; t = t->next)
+        for (size_t i = 0; i < t->n_stages; i++)
+            if (t->stages[i].conf->max_runtime_ms > longest)
+                longest = t->stages[i].conf->max_runtime_ms;
+    return longest;
+}
+
 void begin_shutdown(struct runner *r, int code, bool kill_now)
 {
     if (!r->shutting_down) {
         r->shutting_down = true;
         r->env.shutting_down = true;
         r->exit_code = code;
-        r->shutdown_deadline_ms = now_ms() + SHUTDOWN_LIMIT_MS;
+        r->shutdown_deadline_ms = now_ms() + (uint64_t)longest_max_runtime(r) + SHUTDOWN_LIMIT_MS;
         sd_notify(0, "STOPPING=1");
         log_info(COMPONENT, "shutting down: %d worker(s), %d message(s) in flight", total_workers(r),
                  total_inflight(r));
@@ -308,7 +308,47 @@ void signal_cb(uv_signal_t *h, int signum)
     begin_shutdown(r, r->exit_code, r->signals > 1);
 }
 
+/* A reload on the operator's word rather than the database's: the same
+ * path as a config_changed whose version moved (D-116..D-120). */
+void hup_cb(uv_signal_t *h, int signum)
+{
+    struct runner *r = h->data;
+    (void)signum;
+    if (r->shutting_down) {
+        log_notice(COMPONENT, "received SIGHUP while shutting down; nothing to reload");
+        return;
+    }
+    log_notice(COMPONENT, "received SIGHUP; re-reading the stage graph (%s and the overlay) as config_changed does",
+               r->config_path);
+    reload_request(r);
+}
+
+/* The default action of SIGUSR1/2 would kill the runner without a word. */
+void usr_cb(uv_signal_t *h, int signum)
+{
+    struct runner *r = h->data;
+    log_notice(COMPONENT, "received %s; ignored (%d worker(s), %d message(s) in flight%s)",
+               signum == SIGUSR1 ? "SIGUSR1" : "SIGUSR2", total_workers(r), total_inflight(r),
+               r->shutting_down ? ", shutting down" : "");
+}
+
 /* ---- start-up ---- */
+
+/* Publishes the first table's graph (issue 15): best effort, as a
+ * dispatcher that cannot say what it serves still serves it. */
+static void publish_stages_sync(struct runner *r, PGconn *c)
+{
+    char *json = stagetab_publish_json(r->tabs, r->config_path);
+    char slot[16];
+    snprintf(slot, sizeof slot, "%d", r->conf->owner_slot);
+    const char *params[] = {slot, json};
+    PGresult *res = json ? PQexecParams(c, STAGETAB_PUBLISH_SQL, 2, NULL, params, NULL, NULL, 0) : NULL;
+    if (res == NULL || PQresultStatus(res) != PGRES_TUPLES_OK)
+        log_warning(COMPONENT, "cannot publish the stage graph to pepsi.stage_served: %s",
+                    json ? pgerr_conn_message(c) : "out of memory");
+    PQclear(res);
+    free(json);
+}
 
 /* The first stage table: the file with the overlay (D-117). A graph that
  * cannot be parsed refuses to start (78). */
@@ -317,7 +357,7 @@ static int startup_stages(struct runner *r, PGconn *c, int *code)
     char err[1024];
     PGresult *res = PQexec(c, OVERLAY_SQL);
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-        log_error(COMPONENT, "cannot read the configuration overlay: %s", PQerrorMessage(c));
+        log_error(COMPONENT, "cannot read the configuration overlay: %s", pgerr_conn_message(c));
         PQclear(res);
         return -1;
     }
@@ -331,6 +371,7 @@ static int startup_stages(struct runner *r, PGconn *c, int *code)
     if (r->tabs->n_stages == 0)
         log_warning(COMPONENT, "no [stage-*] section in %s or the overlay; waiting for config_changed",
                     r->config_path);
+    publish_stages_sync(r, c);
     return 0;
 }
 
@@ -359,18 +400,15 @@ PGconn *startup_connect(struct runner *r, int *code)
     }
     /* The topology before anything is touched (T-08, T-41): 78 on a
      * mismatch, the running rows of the slot left as they are. */
-    char *partitions = NULL;
-    int topo = topology_confirm(c, r->conf, COMPONENT, &partitions);
+    int topo = topology_confirm(c, r->conf, COMPONENT);
     if (topo != 0) {
         *code = topo;
         PQfinish(c);
         return NULL;
     }
-    runner_set_partitions(r, partitions);
-    free(partitions);
     PGresult *res = PQexec(c, "select pepsi.claim_incarnation()");
     if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
-        log_error(COMPONENT, "cannot number this dispatcher's claims: %s", PQerrorMessage(c));
+        log_error(COMPONENT, "cannot number this dispatcher's claims: %s", pgerr_conn_message(c));
         PQclear(res);
         PQfinish(c);
         return NULL;
@@ -379,10 +417,10 @@ PGconn *startup_connect(struct runner *r, int *code)
     PQclear(res);
     /* Only this slot's running rows: the other slots' are their runners'
      * (issue 14). */
-    const char *parts[] = {r->partitions};
-    res = PQexecParams(c, "select pepsi.workqueue_reset_running($1::int[])", 1, NULL, parts, NULL, NULL, 0);
+    const char *slot[] = {r->owner_slot};
+    res = PQexecParams(c, "select pepsi.workqueue_reset_running($1::int)", 1, NULL, slot, NULL, NULL, 0);
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
-        log_error(COMPONENT, "cannot reset running messages: %s", PQerrorMessage(c));
+        log_error(COMPONENT, "cannot reset running messages: %s", pgerr_conn_message(c));
         PQclear(res);
         PQfinish(c);
         return NULL;

@@ -5,6 +5,7 @@
 #include "lib/overlay.h"
 #include "lib/pgerr.h"
 #include "lib/schema.h"
+#include "lib/service.h"
 #include "lib/conn.h"
 #include "lib/util.h"
 
@@ -104,8 +105,8 @@ static void listen_done(struct db *db, PGresult *res, void *arg)
         schedule_retry(m);
         return;
     }
-    log_info(COMPONENT, "connected: reconciliation every %lld ms, anomaly checks every %lld ms",
-             (long long)m->conf->reconcile_interval_ms, (long long)m->conf->anomaly_interval_ms);
+    log_info(COMPONENT, "connected: reconciliation every %s, anomaly checks every %s",
+             LOG_DURATION(m->conf->reconcile_interval_ms), LOG_DURATION(m->conf->anomaly_interval_ms));
     db_open_gate(&m->db);
     control_signals_check(&m->ctl, NULL);
 }
@@ -116,7 +117,7 @@ static void connected_cb(PGconn *c, const char *why, bool overload, void *arg)
     (void)overload;
     m->connecting = NULL;
     if (c == NULL) {
-        log_warning(COMPONENT, "cannot connect to the database: %s; trying again in %d ms", why, m->delay_ms);
+        log_warning(COMPONENT, "cannot connect to the database: %s; trying again in %s", why, LOG_DURATION(m->delay_ms));
         schedule_retry(m);
         return;
     }
@@ -179,6 +180,8 @@ void maintain_stop(struct maintain *m)
 struct standalone {
     struct maintain m;
     uv_signal_t sigint, sigterm;
+    uv_signal_t sighup, sigusr1, sigusr2; /* issue 15: a reload, a log line, a log line */
+    struct service_watchdog watchdog;
 };
 
 static void close_walk_cb(uv_handle_t *h, void *arg)
@@ -196,6 +199,32 @@ static void signal_cb(uv_signal_t *h, int signum)
     maintain_stop(&s->m);
     uv_signal_stop(&s->sigint);
     uv_signal_stop(&s->sigterm);
+    uv_signal_stop(&s->sighup);
+    uv_signal_stop(&s->sigusr1);
+    uv_signal_stop(&s->sigusr2);
+    if (s->watchdog.active)
+        uv_timer_stop(&s->watchdog.timer);
+}
+
+/* The stage limits are all a standalone maintainer reads from the
+ * configuration: SIGHUP re-reads them as config_changed does. */
+static void hup_cb(uv_signal_t *h, int signum)
+{
+    struct standalone *s = h->data;
+    (void)signum;
+    if (s->m.stopped) {
+        log_notice(COMPONENT, "received SIGHUP while stopping; nothing to reload");
+        return;
+    }
+    log_notice(COMPONENT, "received SIGHUP; re-reading the stage limits (%s and the overlay) as config_changed does",
+               s->m.config_path);
+    control_act(&s->m, CONTROL_CONFIG);
+}
+
+static void usr_cb(uv_signal_t *h, int signum)
+{
+    (void)h;
+    log_notice(COMPONENT, "received %s; ignored", signum == SIGUSR1 ? "SIGUSR1" : "SIGUSR2");
 }
 
 /* The schema check and the first stage limits, before the loop runs. */
@@ -233,13 +262,23 @@ int maintain_command(struct conf *conf, const char *config_path)
     s.m.own_conf = &limits;
     int err = uv_signal_init(&loop, &s.sigint);
     err = err ? err : uv_signal_init(&loop, &s.sigterm);
-    s.sigint.data = s.sigterm.data = &s;
+    err = err ? err : uv_signal_init(&loop, &s.sighup);
+    err = err ? err : uv_signal_init(&loop, &s.sigusr1);
+    err = err ? err : uv_signal_init(&loop, &s.sigusr2);
+    s.sigint.data = s.sigterm.data = s.sighup.data = s.sigusr1.data = s.sigusr2.data = &s;
     err = err ? err : uv_signal_start(&s.sigint, signal_cb, SIGINT);
     err = err ? err : uv_signal_start(&s.sigterm, signal_cb, SIGTERM);
+    err = err ? err : uv_signal_start(&s.sighup, hup_cb, SIGHUP);
+    err = err ? err : uv_signal_start(&s.sigusr1, usr_cb, SIGUSR1);
+    err = err ? err : uv_signal_start(&s.sigusr2, usr_cb, SIGUSR2);
     err = err ? err : maintain_start(&s.m, &loop, conf, config_path, NULL, NULL);
     if (err == 0) {
         sd_notify(0, "READY=1\nSTATUS=maintaining");
-        uv_run(&loop, UV_RUN_DEFAULT);
+        service_started();
+        if (service_watchdog_start(&s.watchdog, &loop, COMPONENT) == 0)
+            uv_run(&loop, UV_RUN_DEFAULT);
+        else
+            code = 1;
     } else {
         code = 1;
     }

@@ -219,13 +219,13 @@ static void runtime_cb(uv_timer_t *t)
         return;
     if (!w->ready) {
         /* Dies before ready: its ids go back without blame (D-90). */
-        log_warning(w->stage->name, "worker pid=%d not ready after MAX_RUNTIME (%lld ms); killing it",
-                    w->pid, (long long)w->stage->conf->max_runtime_ms);
+        log_warning(w->stage->name, "worker pid=%d not ready after MAX_RUNTIME (%s); killing it",
+                    w->pid, LOG_DURATION(w->stage->conf->max_runtime_ms));
         worker_kill_group(w, SIGKILL);
         return;
     }
-    log_warning(w->stage->name, "message %lld exceeded MAX_RUNTIME (%lld ms); killing worker pid=%d",
-                (long long)worker_head(w), (long long)w->stage->conf->max_runtime_ms, w->pid);
+    log_warning(w->stage->name, "message %lld exceeded MAX_RUNTIME (%s); killing worker pid=%d",
+                (long long)worker_head(w), LOG_DURATION(w->stage->conf->max_runtime_ms), w->pid);
     w->hung = true;
     worker_kill_group(w, SIGKILL);
 }
@@ -259,6 +259,8 @@ static void worker_give(struct worker *w, const int64_t *ids, size_t n, uint64_t
     for (size_t i = 0; i < n; i++)
         w->ids[(w->head + w->count + i) % q] = ids[i];
     w->count += n;
+    for (size_t i = 0; log_enabled(PLOG_DEBUG) && i < n; i++)
+        log_debug(w->stage->name, "message=%lld handed to worker pid=%d", (long long)ids[i], w->pid);
     w->stage->inflight += (int)n;
     w->handed += (int)n;
     if (w->handed >= w->stage->conf->max_messages)
@@ -325,6 +327,9 @@ static int worker_status_line(struct worker *w, const char *line, size_t len)
     if (st.has_report && !st.report_ok)
         log_warning(w->stage->name, "dropped an unreadable report for message %lld: %s",
                     (long long)id, st.report_error);
+    if (log_enabled(PLOG_DEBUG))
+        log_debug(w->stage->name, "message=%lld answered by worker pid=%d status=%d after %s", (long long)id, w->pid,
+                  st.status, LOG_DURATION((long long)(usec / 1000)));
     struct pool_events *ev = &w->stage->env->ev;
     ev->answered(ev->arg, w->stage, id, &st, usec);
     proto_status_free(&st);
@@ -363,11 +368,19 @@ static int worker_out_line(void *arg, const char *line, size_t len)
     return worker_status_line(w, line, len);
 }
 
-/* A worker's stderr line in our own log format ("LEVEL:  stage: text")
+/* A worker's stderr line with an sd-daemon "<N>" prefix (issue 15) takes
+ * its level from it; one in our own log format ("LEVEL:  stage: text")
  * keeps its level and loses the duplicate tag; any other line is info. */
 static enum log_level child_line_level(const char *stage, const char **line, size_t *len)
 {
     static const char *const prefixes[] = {"ERROR:  ", "WARNING:  ", "NOTICE:  ", "INFO:  ", "DEBUG:  "};
+    enum log_level sd;
+    size_t skip = log_sd_prefix(*line, *len, &sd);
+    if (skip > 0) {
+        *line += skip;
+        *len -= skip;
+        return sd;
+    }
     for (int i = 0; i <= PLOG_DEBUG; i++) {
         size_t pl = strlen(prefixes[i]);
         if (*len < pl || strncmp(*line, prefixes[i], pl) != 0)
@@ -487,11 +500,11 @@ static void worker_died_starting(struct worker *w, const char *how)
     s->spawn_failures++;
     if (!w->term_signal && w->exit_status == 78)
         log_error(s->name, "worker refused to run (exit 78: configuration or schema): %s; "
-                  "retrying after %lld ms", w->last_err[0] ? w->last_err : "no reason given",
-                  (long long)s->env->cooldown_ms);
+                  "retrying after %s", w->last_err[0] ? w->last_err : "no reason given",
+                  LOG_DURATION(s->env->cooldown_ms));
     else if (!s->env->shutting_down)
-        log_warning(s->name, "worker pid=%d %s before ready%s%s; retrying after %lld ms", w->pid, how,
-                    w->last_err[0] ? ": " : "", w->last_err, (long long)s->env->cooldown_ms);
+        log_warning(s->name, "worker pid=%d %s before ready%s%s; retrying after %s", w->pid, how,
+                    w->last_err[0] ? ": " : "", w->last_err, LOG_DURATION(s->env->cooldown_ms));
     worker_requeue_all(w);
 }
 
@@ -530,15 +543,15 @@ static void worker_broke_protocol(struct worker *w)
     s->protocol_violations++;
     if (w->count == 0) {
         log_warning(s->name, "worker pid=%d broke the worker protocol (%s) holding no message; no new worker "
-                    "for %lld ms (%llu violation(s) in a row)", w->pid, w->violation,
-                    (long long)s->env->cooldown_ms, (unsigned long long)s->protocol_violations);
+                    "for %s (%llu violation(s) in a row)", w->pid, w->violation,
+                    LOG_DURATION(s->env->cooldown_ms), (unsigned long long)s->protocol_violations);
         return;
     }
     int64_t id = worker_pop(w);
     snprintf(reason, sizeof reason, "stage %s: worker broke the protocol: %s", s->name, w->violation);
     log_warning(s->name, "worker pid=%d broke the worker protocol (%s) holding message %lld; striking it, "
-                "requeueing %zu, no new worker for %lld ms (%llu violation(s) in a row)", w->pid, w->violation,
-                (long long)id, w->count, (long long)s->env->cooldown_ms,
+                "requeueing %zu, no new worker for %s (%llu violation(s) in a row)", w->pid, w->violation,
+                (long long)id, w->count, LOG_DURATION(s->env->cooldown_ms),
                 (unsigned long long)s->protocol_violations);
     ev->strike(ev->arg, s, id, "crash", reason);
     worker_requeue_all(w);
@@ -563,8 +576,8 @@ static void worker_overloaded_starting(struct worker *w)
     struct pool_events *ev = &s->env->ev;
     s->cooldown_until_ms = now_ms() + (uint64_t)s->env->cooldown_ms;
     log_warning(s->name, "worker pid=%d could not connect: database overload (exit 75 before ready)%s%s; "
-                "retrying after %lld ms", w->pid, w->last_err[0] ? ": " : "", w->last_err,
-                (long long)s->env->cooldown_ms);
+                "retrying after %s", w->pid, w->last_err[0] ? ": " : "", w->last_err,
+                LOG_DURATION(s->env->cooldown_ms));
     worker_requeue_all(w);
     ev->overload(ev->arg, s);
 }
@@ -743,8 +756,8 @@ static struct worker *worker_spawn(struct stage *s, uint64_t now)
     char *file = resolve_program(s);
     int rc = worker_exec(w, file);
     if (rc != 0) {
-        log_error(s->name, "cannot start \"%s\": %s; retrying after %lld ms", file, uv_strerror(rc),
-                  (long long)s->env->cooldown_ms);
+        log_error(s->name, "cannot start \"%s\": %s; retrying after %s", file, uv_strerror(rc),
+                  LOG_DURATION(s->env->cooldown_ms));
         free(file);
         s->cooldown_until_ms = now + (uint64_t)s->env->cooldown_ms;
         w->exited = w->finalized = true;
@@ -863,11 +876,14 @@ void stage_stop(struct stage *s, bool kill_now)
             continue;
         }
         /* SIGTERM to the worker alone: the SDK finishes the message in
-         * hand, answers it and exits; EOF tells any other program. */
+         * hand, answers it and exits; EOF tells any other program. What
+         * it holds runs under MAX_RUNTIME, as when a worker is recycled
+         * (issue 15: the unit's TimeoutStopSec follows MAX_RUNTIME); the
+         * grace period starts once its queue is empty. */
         if (!w->exited && w->pid > 0 && kill(w->pid, SIGTERM) != 0 && errno != ESRCH)
             log_warning(s->name, "cannot signal worker pid=%d: %s", w->pid, strerror(errno));
         w->state = WORKER_CLOSING;
-        w->close_deadline_ms = now + CLOSE_GRACE_MS;
+        w->close_deadline_ms = w->count == 0 ? now + CLOSE_GRACE_MS : 0;
         worker_close_stdin(w);
     }
 }

@@ -135,8 +135,8 @@ static void anomaly_done(struct db *db, PGresult *res, void *arg)
     struct reconcile *rc = arg;
     rc->anomaly_inflight = false;
     if (res == NULL) {
-        log_warning(COMPONENT, "anomaly checks lost: no database; they run again in %lld ms",
-                    (long long)rc->anomaly_ms);
+        log_warning(COMPONENT, "anomaly checks lost: no database; they run again in %s",
+                    LOG_DURATION(rc->anomaly_ms));
         return;
     }
     if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
@@ -167,8 +167,8 @@ static void refresh_done(struct db *db, PGresult *res, void *arg)
     struct reconcile *rc = arg;
     if (res == NULL) {
         rc->anomaly_inflight = false;
-        log_warning(COMPONENT, "anomaly checks lost: no database; they run again in %lld ms",
-                    (long long)rc->anomaly_ms);
+        log_warning(COMPONENT, "anomaly checks lost: no database; they run again in %s",
+                    LOG_DURATION(rc->anomaly_ms));
         return;
     }
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
@@ -256,8 +256,8 @@ int reconcile_start(struct reconcile *rc, uv_loop_t *loop, struct db *db, const 
     if (err != 0)
         log_error(COMPONENT, "cannot start the reconciliation timers: %s", uv_strerror(err));
     else
-        log_info(COMPONENT, "reconciliation every %lld ms and on NOTIFY reconcile; anomaly checks every %lld ms",
-                 (long long)rc->pass_ms, (long long)rc->anomaly_ms);
+        log_info(COMPONENT, "reconciliation every %s and on NOTIFY reconcile; anomaly checks every %s",
+                 LOG_DURATION(rc->pass_ms), LOG_DURATION(rc->anomaly_ms));
     return err;
 }
 

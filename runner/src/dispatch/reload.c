@@ -8,6 +8,8 @@
 #include "lib/overlay.h"
 #include "lib/pgerr.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- notifications and reconnects ---- */
@@ -21,6 +23,22 @@ static void reload_timer_cb(uv_timer_t *t)
     reload(t->data);
 }
 
+/* Tells SQL the graph now served (issue 15); best effort: a failure is
+ * logged by db_query and the next reload publishes again. */
+static void publish_stages(struct runner *r)
+{
+    char *json = stagetab_publish_json(r->tabs, r->config_path);
+    if (json == NULL) {
+        log_warning(COMPONENT, "cannot encode the stage graph for pepsi.stage_served");
+        return;
+    }
+    char slot[16];
+    snprintf(slot, sizeof slot, "%d", r->conf->owner_slot);
+    const char *params[] = {slot, json};
+    db_query(&r->db, STAGETAB_PUBLISH_SQL, 2, params, 0, NULL, NULL);
+    free(json);
+}
+
 /* Swaps in the new table: the old one is retired, its workers finish what
  * they hold, the next message runs with the new values (D-117). */
 static void install_stagetab(struct runner *r, struct stagetab *t)
@@ -31,6 +49,7 @@ static void install_stagetab(struct runner *r, struct stagetab *t)
     r->tabs = t;
     log_notice(COMPONENT, "configuration reloaded: %zu stage(s); retiring %d worker(s)", t->n_stages,
                workers);
+    publish_stages(r);
     wake(r);
 }
 
@@ -78,6 +97,11 @@ static void reload(struct runner *r)
     }
     r->reload_inflight = true;
     db_query(&r->db, OVERLAY_SQL, 0, NULL, 0, reload_done, r);
+}
+
+void reload_request(struct runner *r)
+{
+    reload(r);
 }
 
 /* SHARE_TELEMETRY changed in the file: workers read it once, so retire

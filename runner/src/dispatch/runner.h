@@ -16,6 +16,7 @@
 #include "lib/aconn.h"
 #include "lib/conf.h"
 #include "lib/db.h"
+#include "lib/service.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -29,7 +30,8 @@
 #define DEFER_WRITE_MS 30000       /* how long the pause of a 74 may wait to be written (D-102) */
 #define RECONNECT_MIN_MS 500
 #define RECONNECT_MAX_MS 30000
-#define SHUTDOWN_LIMIT_MS 60000    /* give up waiting for workers and the database */
+#define SHUTDOWN_LIMIT_MS 30000    /* beyond the longest MAX_RUNTIME: give up waiting for workers and the
+                                    * database (the units' TimeoutStopSec is longer still) */
 #define RELOAD_RETRY_MS 5000       /* an overlay that could not be read (D-119) */
 #define LISTEN_SQL "listen workqueue; listen config_changed; listen telemetry_changed"
 
@@ -41,7 +43,7 @@ struct runner {
     struct pool_env env;
     struct stagetab *tabs;         /* current stage table first, then retired ones */
     struct claimer *claimer;       /* the claim statement, and fair scheduling's leads */
-    char *partitions;              /* the owner slot's partitions, an int[] literal; NULL: all (issue 14) */
+    char owner_slot[16];           /* OWNER_SLOT as text: every claim and running-row operation's $n::int (issue 14) */
 
     uv_idle_t claim_idle;          /* keeps the poll phase from blocking while a claim is wanted */
     uv_check_t claim_check;        /* runs the claim round after the poll phase (D-37) */
@@ -52,6 +54,9 @@ struct runner {
     uv_timer_t reconnect_timer;
     uv_timer_t reload_timer;       /* retries a reload whose overlay could not be read */
     uv_signal_t sigint, sigterm;
+    uv_signal_t sighup;            /* re-reads the stage graph as config_changed does (issue 15) */
+    uv_signal_t sigusr1, sigusr2;  /* logged with the runner's state, otherwise ignored */
+    struct service_watchdog watchdog; /* WATCHDOG=1 from the loop when systemd asks */
     struct maintain maint;         /* reconciliation and anomaly runs, on their own connection (issue 12) */
     struct control_signals ctl;    /* which control notifications are news (issue 11) */
 
@@ -148,6 +153,9 @@ void tick_cb(uv_timer_t *t);
 /* A control channel's version moved: reload or retire workers. */
 void control_act(void *arg, enum control_channel ch);
 
+/* Re-reads the stage graph (file and overlay) as config_changed does. */
+void reload_request(struct runner *r);
+
 /* struct db_hooks: a notification on the coordinator's connection. */
 void notify_cb(void *arg, const char *channel);
 
@@ -167,6 +175,12 @@ void shutdown_progress(struct runner *r);
 
 /* SIGINT/SIGTERM: the first stops gracefully, the second at once. */
 void signal_cb(uv_signal_t *h, int signum);
+
+/* SIGHUP: a reload, as config_changed (issue 15). */
+void hup_cb(uv_signal_t *h, int signum);
+
+/* SIGUSR1/SIGUSR2: one log line with the runner's state, nothing else. */
+void usr_cb(uv_signal_t *h, int signum);
 
 /* Start-up: connect, schema, lock, orphans, LISTEN, first table (D-12..D-18). */
 PGconn *startup_connect(struct runner *r, int *code);

@@ -57,7 +57,7 @@ int control_signals_read_now(struct control_signals *cs, PGconn *c, const char *
     PGresult *res = PQexec(c, VERSIONS_SQL);
     int rc = versions_of(res, cs->seen);
     if (rc != 0)
-        log_error(component, "cannot read the control signal versions: %s", PQerrorMessage(c));
+        log_error(component, "cannot read the control signal versions: %s", pgerr_conn_message(c));
     PQclear(res);
     return rc;
 }

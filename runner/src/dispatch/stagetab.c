@@ -5,6 +5,8 @@
 #include "lib/overlay.h"
 #include "lib/util.h"
 
+#include <jansson.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -114,4 +116,62 @@ void named_deltas_free(struct named_delta *d, size_t n)
     for (size_t i = 0; i < n; i++)
         free(d[i].name);
     free(d);
+}
+
+/* One stage as pepsi.stage_served_publish takes it: in_file with the
+ * file's PROGRAM and references (f), served when in the running graph;
+ * NULL when out of memory. */
+static json_t *stage_json(const char *name, const struct stage_conf *f, bool served)
+{
+    json_t *refs = json_object();
+    if (refs == NULL)
+        return NULL;
+    const char *keys[] = {"NEXT", "BOUNCE_STAGE", "THEN", "ELSE"};
+    const char *vals[] = {f ? f->next : NULL, f ? f->bounce_stage : NULL, conf_stage_own(f, "THEN"),
+                          conf_stage_own(f, "ELSE")};
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        if (vals[i] && *vals[i] && json_object_set_new(refs, keys[i], json_string(vals[i])) != 0) {
+            json_decref(refs);
+            return NULL;
+        }
+    }
+    return json_pack("{s:s, s:b, s:b, s:s?, s:o}", "stage", name, "served", served, "in_file", f != NULL,
+                     "program", f ? f->program : NULL, "refs", refs);
+}
+
+static int graph_add(json_t *arr, const char *name, const struct stage_conf *f, bool served)
+{
+    json_t *one = stage_json(name, f, served);
+    return one && json_array_append_new(arr, one) == 0 ? 0 : -1;
+}
+
+char *stagetab_graph_json(const struct stagetab *t, const struct conf *file)
+{
+    /* Without the file, the running graph stands for it. */
+    const struct conf *fc = file ? file : &t->conf;
+    json_t *arr = json_array();
+    int rc = arr ? 0 : -1;
+    for (size_t i = 0; rc == 0 && i < fc->n_stages; i++) {
+        const struct stage_conf *f = &fc->stages[i];
+        rc = graph_add(arr, f->name, f, conf_stage(&t->conf, f->name) != NULL);
+    }
+    for (size_t i = 0; rc == 0 && i < t->conf.n_stages; i++) {
+        const char *name = t->conf.stages[i].name;
+        if (conf_stage(fc, name) == NULL)
+            rc = graph_add(arr, name, NULL, true);
+    }
+    char *out = rc == 0 ? json_dumps(arr, JSON_COMPACT) : NULL;
+    json_decref(arr);
+    return out;
+}
+
+char *stagetab_publish_json(const struct stagetab *t, const char *path)
+{
+    struct conf file;
+    char err[256];
+    bool have = path && conf_load(path, &file, err, sizeof err) == 0;
+    char *out = stagetab_graph_json(t, have ? &file : NULL);
+    if (have)
+        conf_free(&file);
+    return out;
 }

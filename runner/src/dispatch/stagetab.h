@@ -36,6 +36,22 @@ struct named_delta {
 struct stagetab *stagetab_load(const char *path, const PGresult *res, struct pool_env *env,
                                char *err, size_t errlen);
 
+/* The statement that publishes the graph a dispatcher serves (issue 15):
+ * $1 the owner slot, $2 stagetab_graph_json(). */
+#define STAGETAB_PUBLISH_SQL "select pepsi.stage_served_publish($1::int, $2::jsonb)"
+
+/* The graph for pepsi.stage_served: every stage of file (the file alone,
+ * as conf_load reads it; NULL: t's graph stands for it) and of t, as
+ * [{"stage", "served": in t, "in_file", "program", "refs": {"NEXT",
+ * "BOUNCE_STAGE", "THEN", "ELSE"}}] with the file's values, so that
+ * config_set can lay the overlay over the file it cannot read as the
+ * runner does. A malloc'd string, NULL when out of memory. */
+char *stagetab_graph_json(const struct stagetab *t, const struct conf *file);
+
+/* stagetab_graph_json with the file at path read again (the one t was
+ * built from; unreadable now: t's graph stands for it). */
+char *stagetab_publish_json(const struct stagetab *t, const char *path);
+
 /* The stage called name in t, or NULL. */
 struct stage *stagetab_find(struct stagetab *t, const char *name);
 

@@ -33,8 +33,8 @@ void requeue_ids(struct runner *r, const char *const *stages, const int64_t *ids
     if (n == 0)
         return;
     char *idbuf = pgarray_of_int64(ids, n), *stbuf = pgarray_of_text(stages, n);
-    const char *params[] = {idbuf, stbuf, r->partitions};
-    db_query(&r->db, "select pepsi.workqueue_requeue($1::bigint[], $2::text[], $3::int[])", 3, params, DB_RESEND,
+    const char *params[] = {idbuf, stbuf, r->owner_slot};
+    db_query(&r->db, "select pepsi.workqueue_requeue($1::bigint[], $2::text[], $3::int)", 3, params, DB_RESEND,
              requeue_done, r);
     free(idbuf);
     free(stbuf);
@@ -75,8 +75,8 @@ static void strike_done(struct db *db, PGresult *res, void *arg)
             log_error(sc->stage, "strike for message %lld failed: %s sqlstate=%s", (long long)sc->id,
                       pgerr_message(db->conn, res), code);
     } else if (PQgetisnull(res, 0, 0)) {
-        /* Not a row of this slot's partitions (issue 14): never touched. */
-        log_error(sc->stage, "message %lld is not in this owner slot's partitions; no strike", (long long)sc->id);
+        /* Another owner slot's row (issue 14): never touched. */
+        log_error(sc->stage, "message %lld is not of this owner slot; no strike", (long long)sc->id);
     } else {
         const char *status = PQgetvalue(res, 0, 0);
         if (strcmp(status, "paused") == 0)
@@ -100,8 +100,8 @@ void strike_cb(void *arg, struct stage *s, int64_t id, const char *kind, const c
     snprintf(sc->stage, sizeof sc->stage, "%s", s->name);
     s->delta.strikes++;
     claimer_struck(r->claimer, id, strcmp(kind, "hang") == 0, s->conf->max_runtime_ms, now_ms()); /* D-52 */
-    const char *params[] = {idtext, s->name, kind, reason, r->partitions};
-    db_query(&r->db, "select pepsi.workqueue_strike($1::bigint, $2, $3, $4, p_partitions => $5::int[])", 5, params,
+    const char *params[] = {idtext, s->name, kind, reason, r->owner_slot};
+    db_query(&r->db, "select pepsi.workqueue_strike($1::bigint, $2, $3, $4, p_owner_slot => $5::int)", 5, params,
              DB_RESEND,
              strike_done, sc);
 }
@@ -147,14 +147,14 @@ void defer_lost_connection(struct runner *r, struct stage *s, int64_t id)
                 s->name, (long long)id, DEFER_74_MS / 1000);
     const char *name = s->name;
     char *idtext = pgarray_of_int64(&id, 1), *stage = pgarray_of_text(&name, 1);
-    const char *params[] = {idtext, stage, until, r->partitions};
+    const char *params[] = {idtext, stage, until, r->owner_slot};
     struct defer_ctx *dc = xcalloc(1, sizeof *dc);
     dc->r = r;
     dc->id = id;
     dc->give_up_ms = now_ms() + DEFER_WRITE_MS;
     db_query_until(&r->db,
                    "select pepsi.workqueue_defer($1::bigint[], $2::text[], now() + $3::interval,"
-                   " 'worker lost its database connection', $4::int[])",
+                   " 'worker lost its database connection', $4::int)",
                    4, params, DB_RESEND, dc->give_up_ms, defer_done, dc);
     free(idtext);
     free(stage);
@@ -173,8 +173,8 @@ static void halve_busiest(struct runner *r, struct stage *s, const char *what)
     big->parallelism_cap = cap < 1 ? 1 : cap;
     big->throttle_until_ms = now_ms() + (uint64_t)r->conf->overload_window_ms;
     log_warning(COMPONENT, "database overload reported by stage %s%s; stage %s limited to %d worker(s) "
-                "for %lld ms", s->name, what, big->name, big->parallelism_cap,
-                (long long)r->conf->overload_window_ms);
+                "for %s", s->name, what, big->name, big->parallelism_cap,
+                LOG_DURATION(r->conf->overload_window_ms));
 }
 
 /* Status 75: database overload. Requeue, and halve the busiest stage

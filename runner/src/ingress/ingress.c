@@ -22,11 +22,13 @@
 #include "lib/log.h"
 #include "lib/pgerr.h"
 #include "lib/schema.h"
+#include "lib/service.h"
 #include "lib/util.h"
 
 #include <errno.h>
 #include <jansson.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +54,8 @@ struct ingress {
     uint64_t next_reload_ms;    /* the safety-net reload */
     uint64_t next_status_ms;
     uint64_t next_stats_ms;
+    uint64_t watchdog_ms;       /* WATCHDOG=1 this often (half of $WATCHDOG_USEC), 0: none */
+    uint64_t next_watchdog_ms;
     uint64_t flushed_rejected[RJ_COUNT]; /* what pepsi.ingress_stats already has */
     int flushed_port;           /* the instance's port, for pepsi.ingress_stats */
     struct writer_pool *writers;
@@ -187,7 +191,7 @@ static void flush_stats(struct ingress *g)
     if (PQresultStatus(r) == PGRES_TUPLES_OK) {
         memcpy(g->flushed_rejected, rej, sizeof rej);
     } else {
-        log_warning(COMPONENT, "cannot write the ingress counters: %s", PQerrorMessage(g->listener));
+        log_warning(COMPONENT, "cannot write the ingress counters: %s", pgerr_conn_message(g->listener));
     }
     PQclear(r);
     free(text);
@@ -207,6 +211,10 @@ static void housekeeping(struct ingress *g)
         g->next_stats_ms = now + STATS_FLUSH_MS;
         flush_stats(g);
     }
+    if (g->watchdog_ms > 0 && now >= g->next_watchdog_ms) {
+        g->next_watchdog_ms = now + g->watchdog_ms;
+        service_watchdog_ping();
+    }
     if (now >= g->next_status_ms) {
         g->next_status_ms = now + STATUS_EVERY_MS;
         sd_notifyf(0, "STATUS=accepted %llu, duplicates %llu, %zu provider(s), database %s",
@@ -216,6 +224,31 @@ static void housekeeping(struct ingress *g)
     }
 }
 
+/* SIGHUP and SIGUSR1/2 (issue 15): true when the loop goes on. The
+ * providers are what the ingress reads from outside at run time; its
+ * file is read once at start. */
+static bool signal_handled(struct ingress *g, int signo)
+{
+    if (signo == SIGHUP) {
+        if (g->listener == NULL) {
+            log_notice(COMPONENT, "received SIGHUP; the provider listener is reconnecting and reloads the "
+                       "providers when it is back");
+        } else {
+            log_notice(COMPONENT, "received SIGHUP; reloading the webhook providers (the configuration file is "
+                       "read only at start)");
+            if (reload_providers(g) != 0)
+                listener_drop(g);
+        }
+        return true;
+    }
+    if (signo == SIGUSR1 || signo == SIGUSR2) {
+        log_notice(COMPONENT, "received %s; ignored", signo == SIGUSR1 ? "SIGUSR1" : "SIGUSR2");
+        return true;
+    }
+    log_info(COMPONENT, "received %s", strsignal(signo));
+    return false;
+}
+
 /* Runs until SIGTERM or SIGINT. */
 static void control_loop(struct ingress *g)
 {
@@ -223,14 +256,15 @@ static void control_loop(struct ingress *g)
         struct pollfd p[2] = {{g->sigfd, POLLIN, 0}, {-1, POLLIN, 0}};
         if (g->listener)
             p[1].fd = PQsocket(g->listener);
-        if (poll(p, 2, 1000) < 0 && errno != EINTR) {
+        int wait_ms = g->watchdog_ms > 0 && g->watchdog_ms < 1000 ? (int)g->watchdog_ms : 1000;
+        if (poll(p, 2, wait_ms) < 0 && errno != EINTR) {
             log_error(COMPONENT, "poll failed: %s", strerror(errno));
             return;
         }
         if (p[0].revents & POLLIN) {
             struct signalfd_siginfo si;
-            if (read(g->sigfd, &si, sizeof si) == (ssize_t)sizeof si)
-                log_info(COMPONENT, "received %s", strsignal((int)si.ssi_signo));
+            if (read(g->sigfd, &si, sizeof si) == (ssize_t)sizeof si && signal_handled(g, (int)si.ssi_signo))
+                continue;
             return;
         }
         if (g->listener && (p[1].revents & (POLLIN | POLLHUP | POLLERR)))
@@ -241,14 +275,18 @@ static void control_loop(struct ingress *g)
 
 /* ---- start and stop ---- */
 
-/* SIGINT and SIGTERM are blocked in every thread (the HTTP and writer
- * threads inherit the mask) and read here through a signalfd. */
+/* SIGINT, SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 are blocked in every
+ * thread (the HTTP and writer threads inherit the mask) and read here
+ * through a signalfd. */
 static int signals_setup(struct ingress *g)
 {
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGHUP);
+    sigaddset(&set, SIGUSR1);
+    sigaddset(&set, SIGUSR2);
     if (pthread_sigmask(SIG_BLOCK, &set, NULL) != 0)
         return -1;
     signal(SIGPIPE, SIG_IGN);
@@ -278,6 +316,13 @@ static int start(struct ingress *g)
              server_port(g->server), provider_cache_count(&g->providers), g->ic.writers, g->ic.threads);
     sd_notifyf(0, "READY=1\nSTATUS=listening on %s port %d\nMAINPID=%lu", g->ic.listen, server_port(g->server),
                (unsigned long)getpid());
+    service_started();
+    /* Pinged from the control loop: a stuck loop stops the pings. */
+    g->watchdog_ms = service_watchdog_interval_ms();
+    if (g->watchdog_ms > 0) {
+        service_watchdog_ping();
+        g->next_watchdog_ms = now_ms() + g->watchdog_ms;
+    }
     return 0;
 }
 

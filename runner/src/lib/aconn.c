@@ -1,5 +1,6 @@
 /* lib/aconn.c — see aconn.h. */
 #include "lib/aconn.h"
+#include "lib/pgerr.h"
 
 #include "lib/conn.h"
 #include "lib/log.h"
@@ -103,7 +104,7 @@ static void step(struct aconn *a)
             fail(a, "cannot poll the database socket");
         return;
     default:
-        fail(a, PQerrorMessage(a->conn));
+        fail(a, pgerr_conn_message(a->conn));
         return;
     }
 }
@@ -127,7 +128,7 @@ static void timeout_cb(uv_timer_t *t)
     if (a->conn == NULL)
         snprintf(why, sizeof why, "%s", a->why);
     else
-        snprintf(why, sizeof why, "%s", PQstatus(a->conn) == CONNECTION_BAD ? PQerrorMessage(a->conn) : "timed out");
+        snprintf(why, sizeof why, "%s", PQstatus(a->conn) == CONNECTION_BAD ? pgerr_conn_message(a->conn) : "timed out");
     fail(a, why);
 }
 
@@ -148,7 +149,7 @@ struct aconn *aconn_start(uv_loop_t *loop, const char *conninfo, int64_t timeout
     a->conn = conn_start(conninfo, timeout_ms, app);
     if (a->conn == NULL || PQstatus(a->conn) == CONNECTION_BAD) {
         /* Said from the loop, like every other outcome. */
-        snprintf(a->why, sizeof a->why, "%s", a->conn ? PQerrorMessage(a->conn) : "out of memory");
+        snprintf(a->why, sizeof a->why, "%s", a->conn ? pgerr_conn_message(a->conn) : "out of memory");
         if (a->conn) {
             PQfinish(a->conn);
             a->conn = NULL;

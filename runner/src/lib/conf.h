@@ -26,6 +26,7 @@ struct stage_conf {
     char *name;                      /* <name> of [stage-<name>] */
     int line;                        /* line of the section header */
     char *program;                   /* PROGRAM (required) */
+    int program_line;                /* its line in the file; -1: from the overlay */
     int parallelism;                 /* PARALLELISM, default 4 */
     int queue_limit;                 /* QUEUE_LIMIT, default 4 */
     int max_messages;                /* MAX_MESSAGES, default 1000 */

@@ -50,7 +50,8 @@ static void check_user_options(struct parser *p, size_t i)
 void conf_check_stages(struct parser *p)
 {
     for (size_t i = 0; i < p->c->n_stages && !p->failed; i++) {
-        const struct stage_conf *s = &p->c->stages[i];
+        struct stage_conf *s = &p->c->stages[i];
+        s->program_line = p->stage_key_line[i][key_index("PROGRAM")];
         if (!s->program) {
             parser_fail(p, s->line, "section [stage-%s]: PROGRAM is required", s->name);
             return;

@@ -68,6 +68,12 @@ const char *conf_type_name(enum conf_type t);
 /* The row of a key of sect called name, or NULL. */
 const struct conf_key *conf_key_find(enum conf_sect sect, const char *name);
 
+/* The optimal string alignment distance of two keys (SIZE_MAX for keys
+ * of 256 characters or more): conf_key_typo's measure, also used for the
+ * keys of built-in stages (issue 15). pepsi.conf_edit_distance is the SQL
+ * twin; testdata/conf-value-vectors.json holds cases for both. */
+size_t conf_key_distance(const char *a, const char *b);
+
 /* The key of sect closest to name within two edits (a key of 4
  * characters or fewer: one), or NULL: a probable misspelling. */
 const char *conf_key_typo(enum conf_sect sect, const char *name);

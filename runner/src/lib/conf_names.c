@@ -31,7 +31,7 @@ static size_t min3(size_t a, size_t b, size_t c)
 
 /* Damerau-Levenshtein distance (optimal string alignment: insertions,
  * deletions, substitutions, transpositions of neighbours). */
-static size_t edit_distance(const char *a, const char *b)
+size_t conf_key_distance(const char *a, const char *b)
 {
     size_t la = strlen(a), lb = strlen(b);
     if (la >= KEY_MAX || lb >= KEY_MAX)
@@ -67,7 +67,7 @@ const char *conf_key_typo(enum conf_sect sect, const char *name)
         if (k[i].sect != sect)
             continue;
         size_t limit = strlen(k[i].name) <= 4 ? 1 : TYPO_DISTANCE;
-        size_t d = edit_distance(name, k[i].name);
+        size_t d = conf_key_distance(name, k[i].name);
         if (d <= limit && d < best_d) {
             best = k[i].name;
             best_d = d;

@@ -2,6 +2,7 @@
 #include "lib/conn.h"
 
 #include "lib/log.h"
+#include "lib/pgerr.h"
 #include "lib/util.h"
 
 #include <stdio.h>
@@ -29,19 +30,16 @@ bool conn_error_is_overload(const char *msg)
 
 void conn_error_line(const char *msg, char *out, size_t cap)
 {
-    snprintf(out, cap, "%s", msg ? msg : "");
-    size_t n = strlen(out);
-    while (n > 0 && (out[n - 1] == '\n' || out[n - 1] == ' '))
-        out[--n] = '\0';
-    for (char *p = out; *p; p++)
-        if (*p == '\n' || *p == '\t' || *p == '\r')
-            *p = ' ';
+    pgerr_fold(msg, out, cap);
 }
 
 PGconn *conn_start(const char *conninfo, int64_t timeout_ms, const char *app)
 {
     CONN_PARAMS(conninfo, timeout_ms, app);
-    return PQconnectStartParams(keys, vals, 1);
+    PGconn *c = PQconnectStartParams(keys, vals, 1);
+    if (c)
+        PQsetNoticeReceiver(c, pgerr_notice_receiver, (void *)"db");
+    return c;
 }
 
 PGconn *conn_open(const char *conninfo, int64_t timeout_ms, const char *app,
@@ -51,12 +49,14 @@ PGconn *conn_open(const char *conninfo, int64_t timeout_ms, const char *app,
     if (overload)
         *overload = false;
     PGconn *c = PQconnectdbParams(keys, vals, 1);
+    if (c)
+        PQsetNoticeReceiver(c, pgerr_notice_receiver, (void *)component);
     if (c == NULL) {
         log_error(component, "cannot allocate a database connection");
         return NULL;
     }
     if (PQstatus(c) != CONNECTION_OK) {
-        const char *msg = PQerrorMessage(c);
+        const char *msg = pgerr_conn_message(c);
         if (overload)
             *overload = conn_error_is_overload(msg);
         char oneline[512];
@@ -73,7 +73,7 @@ int conn_exec(PGconn *c, const char *sql, const char *component)
     PGresult *r = PQexec(c, sql);
     ExecStatusType st = PQresultStatus(r);
     if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
-        log_error(component, "\"%s\" failed: %s", sql, PQerrorMessage(c));
+        log_error(component, "\"%s\" failed: %s", sql, pgerr_conn_message(c));
         PQclear(r);
         return -1;
     }
@@ -89,7 +89,7 @@ int conn_try_dispatch_lock(PGconn *c, int owner_slot)
     PGresult *r = PQexecParams(c, DISPATCH_LOCK_TRY_SQL,
                                1, NULL, params, NULL, NULL, 0);
     if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1) {
-        log_error("dispatch", "cannot take the dispatcher lock: %s", PQerrorMessage(c));
+        log_error("dispatch", "cannot take the dispatcher lock: %s", pgerr_conn_message(c));
         PQclear(r);
         return -1;
     }
@@ -137,8 +137,8 @@ int conn_wait_dispatch_lock(PGconn *c, int owner_slot, int64_t wait_ms, const ch
             return got == 1 ? 0 : -1;
         if (!told) {
             lock_holder(c, owner_slot, holder, sizeof holder);
-            log_notice(component, "another dispatcher or session holds owner slot %d: %s; waiting up to %lld ms",
-                       owner_slot, holder, (long long)wait_ms);
+            log_notice(component, "another dispatcher or session holds owner slot %d: %s; waiting up to %s",
+                       owner_slot, holder, LOG_DURATION(wait_ms));
             told = true;
         }
         if (now_ms() >= deadline)
@@ -147,7 +147,7 @@ int conn_wait_dispatch_lock(PGconn *c, int owner_slot, int64_t wait_ms, const ch
         nanosleep(&ts, NULL);
     }
     lock_holder(c, owner_slot, holder, sizeof holder);
-    log_error(component, "another dispatcher or session still holds owner slot %d after %lld ms: %s; "
-              "refusing to run a second one", owner_slot, (long long)wait_ms, holder);
+    log_error(component, "another dispatcher or session still holds owner slot %d after %s: %s; "
+              "refusing to run a second one", owner_slot, LOG_DURATION(wait_ms), holder);
     return 1;
 }

@@ -121,7 +121,7 @@ int db_attach(struct db *db, PGconn *conn)
 {
     int fd = PQsocket(conn);
     if (fd < 0 || PQsetnonblocking(conn, 1) != 0) {
-        log_error("db", "cannot make the connection non-blocking: %s", PQerrorMessage(conn));
+        log_error("db", "cannot make the connection non-blocking: %s", pgerr_conn_message(conn));
         PQfinish(conn);
         return -1;
     }
@@ -233,7 +233,7 @@ static void db_send_next(struct db *db)
                    ? PQsendQuery(db->conn, op->sql)
                    : PQsendQueryParams(db->conn, op->sql, op->n, NULL, (const char *const *)op->params, NULL, NULL, 0);
     if (!sent) {
-        log_warning("db", "cannot send a query: %s", PQerrorMessage(db->conn));
+        log_warning("db", "cannot send a query: %s", pgerr_conn_message(db->conn));
         queue_push_front(db, op);
         db_disconnect(db, true);
         if (db->hooks.lost)

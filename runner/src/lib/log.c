@@ -32,6 +32,34 @@ int log_parse_level(const char *s, enum log_level *out)
     return -1;
 }
 
+size_t log_sd_prefix(const char *line, size_t n, enum log_level *level)
+{
+    /* syslog priorities 0..7: emerg, alert, crit and err are our error. */
+    static const enum log_level of_prio[] = {PLOG_ERROR, PLOG_ERROR, PLOG_ERROR,  PLOG_ERROR,
+                                             PLOG_WARNING, PLOG_NOTICE, PLOG_INFO, PLOG_DEBUG};
+    if (line == NULL || n < 3 || line[0] != '<' || line[1] < '0' || line[1] > '7' || line[2] != '>')
+        return 0;
+    *level = of_prio[line[1] - '0'];
+    return 3;
+}
+
+const char *log_duration(long long ms, char *out, size_t cap)
+{
+    long long a = ms < 0 ? -ms : ms;
+    const char *sign = ms < 0 ? "-" : "";
+    if (a < 1000)
+        snprintf(out, cap, "%s%lld ms", sign, a);
+    else if (a % 3600000 == 0)
+        snprintf(out, cap, "%s%lld h", sign, a / 3600000);
+    else if (a % 60000 == 0)
+        snprintf(out, cap, "%s%lld min", sign, a / 60000);
+    else if (a % 1000 == 0)
+        snprintf(out, cap, "%s%lld s", sign, a / 1000);
+    else
+        snprintf(out, cap, "%s%lld.%lld s", sign, (a + 50) / 1000, (a + 50) / 100 % 10);
+    return out;
+}
+
 bool log_enabled(enum log_level level)
 {
     return level <= threshold;

@@ -158,29 +158,3 @@ char *pgarray_of_text(const char *const *v, size_t n)
         pgarray_add_text(&a, v[i]);
     return pgarray_finish(&a);
 }
-
-char *pgarray_reread_ints(const char *text, long min, long max, size_t *n)
-{
-    struct pgarray a = PGARRAY_INIT;
-    const char *p = text;
-    if (p == NULL || *p++ != '{')
-        return NULL;
-    while (*p != '}') {
-        char *end;
-        errno = 0;
-        long v = isdigit((unsigned char)*p) ? strtol(p, &end, 10) : -1;
-        if (!isdigit((unsigned char)*p) || errno != 0 || v < min || v > max || (*end != ',' && *end != '}')
-            || (*end == ',' && end[1] == '}')) {
-            pgarray_reset(&a);
-            return NULL;
-        }
-        pgarray_add_int64(&a, v);
-        p = *end == ',' ? end + 1 : end;
-    }
-    if (p[1] != '\0') {
-        pgarray_reset(&a);
-        return NULL;
-    }
-    *n = pgarray_count(&a);
-    return pgarray_finish(&a);
-}

@@ -73,11 +73,4 @@ char *pgarray_of_int64(const int64_t *v, size_t n);
  * NULL element), for $n::text[]; malloc'd. */
 char *pgarray_of_text(const char *const *v, size_t n);
 
-/* Reads text, a one-dimensional int array as PostgreSQL prints it
- * ("{3,17}", "{}"), every element a number min..max, and builds it again
- * here as a fresh literal (malloc'd; *n elements). NULL, nothing
- * allocated, for anything else (NULL elements, signs, spaces, quotes,
- * nesting, a number out of range). */
-char *pgarray_reread_ints(const char *text, long min, long max, size_t *n);
-
 #endif

@@ -24,4 +24,23 @@ const char *pgerr_sqlstate(const PGresult *res);
 /* The primary message of res (or of conn when res has none), one line. */
 const char *pgerr_message(PGconn *conn, const PGresult *res);
 
+/* Folds a libpq message to one log line (issue 15: one line per event):
+ * its lines ("FATAL:  x\nDETAIL:  y\n") joined by "; ", the leading
+ * severity of the first dropped (the runner's line has its own level),
+ * tabs and carriage returns made spaces, trailing blanks cut:
+ * "x; DETAIL:  y". Writes at most cap bytes (cap >= 1) to out, which it
+ * returns. */
+char *pgerr_fold(const char *msg, char *out, size_t cap);
+
+/* PQerrorMessage(conn) folded to one line (pgerr_fold) in one of a few
+ * rotating static buffers: valid until the fourth next call, enough for
+ * the arguments of one log line. NULL conn: "no connection". */
+const char *pgerr_conn_message(PGconn *conn);
+
+/* A libpq notice receiver (PQsetNoticeReceiver) that logs the notice, or
+ * an error the server sent while no query ran (a FATAL on a server
+ * shutdown), as one line under the component arg (a string that outlives
+ * the connection) instead of libpq's bare line on stderr. */
+void pgerr_notice_receiver(void *arg, const PGresult *res);
+
 #endif

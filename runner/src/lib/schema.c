@@ -2,6 +2,7 @@
 #include "lib/schema.h"
 
 #include "lib/log.h"
+#include "lib/pgerr.h"
 #include "lib/pgarray.h"
 #include "schema_build.h"
 
@@ -45,7 +46,7 @@ enum schema_verdict schema_verify(PGconn *conn, const char *component)
             PQclear(res);
             return SCHEMA_OLDER;
         }
-        log_error(component, "schema check failed: %s", PQerrorMessage(conn));
+        log_error(component, "schema check failed: %s", pgerr_conn_message(conn));
         PQclear(res);
         return SCHEMA_ERROR;
     }

@@ -3,7 +3,6 @@
 #include "lib/topology.h"
 
 #include "lib/log.h"
-#include "lib/pgarray.h"
 #include "lib/pgerr.h"
 #include "lib/tube.h"
 #include "lib/util.h"
@@ -30,37 +29,7 @@ static int judge_none(const struct conf *conf, const char *component)
     return 0;
 }
 
-long topology_partitions_literal(const char *text, char **literal)
-{
-    size_t n;
-    char *lit = pgarray_reread_ints(text, 0, 65535, &n);
-    if (lit == NULL)
-        return -1;
-    *literal = lit;
-    return (long)n;
-}
-
-/* The slot's partitions from the answer's last column: NULL (all) when it
- * owns every one of count, else the literal. -1 when the column is
- * missing or does not list owned partitions. */
-static int slot_partitions(const PGresult *res, int count, int owned, char **partitions, const char *component)
-{
-    *partitions = NULL;
-    if (owned == count)
-        return 0;
-    char *lit = NULL;
-    long n = PQnfields(res) > 5 && !PQgetisnull(res, 0, 5)
-             ? topology_partitions_literal(PQgetvalue(res, 0, 5), &lit) : -1;
-    if (n != owned) {
-        log_error(component, "the database's list of this slot's partitions does not match its count (%d)", owned);
-        free(lit);
-        return -1;
-    }
-    *partitions = lit;
-    return 0;
-}
-
-static int judge_row(const struct conf *conf, const PGresult *res, const char *component, char **partitions)
+static int judge_row(const struct conf *conf, const PGresult *res, const char *component)
 {
     int count = atoi(PQgetvalue(res, 0, 0));
     const char *hash = PQgetvalue(res, 0, 1);
@@ -89,18 +58,13 @@ static int judge_row(const struct conf *conf, const PGresult *res, const char *c
                   "nothing to serve; check OWNER_SLOT", conf->owner_slot, version);
         return EXIT_CONFIG;
     }
-    if (partitions != NULL && slot_partitions(res, count, owned, partitions, component) != 0)
-        return 1;
     log_info(component, "topology version %s: %d partitions (%s), fingerprint %s; owner slot %d owns %d",
              version, count, hash, fingerprint, conf->owner_slot, owned);
     return 0;
 }
 
-int topology_judge(PGconn *c, const PGresult *res, const struct conf *conf, const char *component,
-                   char **partitions)
+int topology_judge(PGconn *c, const PGresult *res, const struct conf *conf, const char *component)
 {
-    if (partitions != NULL)
-        *partitions = NULL;
     if (PQresultStatus(res) != PGRES_TUPLES_OK) {
         bool damaged = strcmp(pgerr_sqlstate(res), "PX041") == 0;
         log_error(component, "%s: %s", damaged ? "the database's topology is damaged; refusing to serve (T-10)"
@@ -110,16 +74,16 @@ int topology_judge(PGconn *c, const PGresult *res, const struct conf *conf, cons
     }
     if (PQntuples(res) == 0)
         return judge_none(conf, component);
-    return judge_row(conf, res, component, partitions);
+    return judge_row(conf, res, component);
 }
 
-int topology_confirm(PGconn *c, const struct conf *conf, const char *component, char **partitions)
+int topology_confirm(PGconn *c, const struct conf *conf, const char *component)
 {
     char slot[16];
     snprintf(slot, sizeof slot, "%d", conf->owner_slot);
     const char *params[] = {slot};
     PGresult *res = PQexecParams(c, TOPOLOGY_CHECK_SQL, 1, NULL, params, NULL, NULL, 0);
-    int code = topology_judge(c, res, conf, component, partitions);
+    int code = topology_judge(c, res, conf, component);
     PQclear(res);
     return code;
 }

@@ -21,6 +21,12 @@ const struct pepsi_stage_def *stages_find(const char *name);
 /* The built-in behind a PROGRAM "pepsi-stage-NAME" (in any directory), or NULL. */
 const struct pepsi_stage_def *stages_builtin_of(const char *program);
 
+/* Start-up checks of c's stages (issue 15): every PROGRAM exists and is
+ * executable where the dispatcher looks for it (self_dir for pepsi-stage-*,
+ * then PATH), and a built-in's section holds only its own keys. 0, or -1
+ * with "FILE:LINE: key ..." in err. */
+int stages_check_programs(const struct conf *c, const char *self_dir, char *err, size_t errlen);
+
 /* "pass, exec, discard": for usage messages. */
 const char *stages_builtin_names(void);
 

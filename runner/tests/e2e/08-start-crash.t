@@ -36,7 +36,7 @@ ok "D-90: the dead workers' messages are back to pending" \
 is "$(sql "select count(*) from pepsi.workqueue where state ? 'strikes' or state ? 'last_error'")" 0 \
    "D-90: no message got a strike"
 is "$(sql "select count(*) from e2e_visit")" 0 "D-90: no message ran"
-like "$(runner_log)" 'worker pid=[0-9]+ exited with status 1 before ready: e2e: the helper of stage a is missing; retrying after 1000 ms' \
+like "$(runner_log)" 'worker pid=[0-9]+ exited with status 1 before ready: e2e: the helper of stage a is missing; retrying after 1 s' \
    "D-90: the log names the cause and the cool-down"
 
 rm -f "$E2E_DIR/startup.a"

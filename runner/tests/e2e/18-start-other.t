@@ -35,13 +35,18 @@ echo garbage >"$E2E_DIR/startup.g"
 echo hang >"$E2E_DIR/startup.s"
 echo hang >"$E2E_DIR/startup.z"
 
+# A PROGRAM missing at start-up refuses the runner (issue 15,
+# 70-start-checks.t): this one goes away once the runner serves.
+printf '#!/bin/sh\nexit 1\n' >"$E2E_DIR/no-such-program"
+chmod +x "$E2E_DIR/no-such-program"
 ok "runner starts" start_runner "$conf"
+rm -f "$E2E_DIR/no-such-program"
 sql "select pepsi.workqueue_inject(s) from unnest('{g,m,s}'::text[]) s" >/dev/null
 
 ok "D-25, D-27: a worker that answers something else than ready is torn down" \
     wait_cmd 10 runner_log_has 'g: worker pid=[0-9]+ is out of step \(expected ready\): "hello, this is not ready"'
 ok "D-22: a PROGRAM that cannot be started is logged" \
-    wait_cmd 10 runner_log_has "m: cannot start \"$E2E_DIR/no-such-program\": .*retrying after 1000 ms"
+    wait_cmd 10 runner_log_has "m: cannot start \"$E2E_DIR/no-such-program\": .*retrying after 1 s"
 ok "a start-up that hangs past MAX_RUNTIME is killed" \
     wait_cmd 20 runner_log_has 's: worker pid=[0-9]+ killed by signal 9 .*before ready'
 # Each retry claims a stage's message for the starting worker and gives it

@@ -42,7 +42,7 @@ kill -TERM "$m1" "$m2"
 wait "$m1"
 is "$?" 0 "maintain stops cleanly on SIGTERM"
 wait "$m2" 2>/dev/null
-like "$(cat "$m1_log")" 'maintain: connected: reconciliation every 1000 ms' "it said what it does"
+like "$(cat "$m1_log")" 'maintain: connected: reconciliation every 1 s' "it said what it does"
 
 # Idle means idle: traffic first, then 60 s of nothing.
 sql "delete from pepsi.workqueue where stage = 'parked'" >/dev/null # an idle queue has nothing waiting

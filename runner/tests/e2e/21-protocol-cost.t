@@ -42,7 +42,7 @@ head=$(head -n 1 <<<"$ids")
 sibs=$(tail -n +2 <<<"$ids" | paste -sd,)
 ok "issue 12, D-81: an unreadable status after ready strikes the head message once" \
     wait_for "select status || '/' || (state->>'strikes') from pepsi.workqueue where workqueue_id = $head" "paused/1" 15
-like "$(runner_log)" "g: worker pid=[0-9]+ broke the worker protocol \(an unreadable status: \"what was the question\?\"\) holding message $head; striking it, requeueing 2, no new worker for 5000 ms" \
+like "$(runner_log)" "g: worker pid=[0-9]+ broke the worker protocol \(an unreadable status: \"what was the question\?\"\) holding message $head; striking it, requeueing 2, no new worker for 5 s" \
    "issue 12: the log names the violation, the struck message and the cool-down"
 ok "D-89: the siblings finish" wait_for "select count(*) from e2e_done where id in ($sibs)" 2 20
 is "$(sql "select count(*) from e2e_done where id in ($sibs) and state ? 'strikes'")" 0 \
@@ -71,7 +71,7 @@ note "stage s: $n worker start(s) in 60 s"
 ok "issue 12, D-90: a stage whose every worker breaks the protocol starts fewer than 20 in 60 s" \
     num_between "$n" 2 19
 ok "issue 12: and says why each time" \
-    runner_log_has 's: worker pid=[0-9]+ broke the worker protocol \(an unreadable status: "libfoo 1.2 initialised"\) holding message [0-9]+; striking it, requeueing 0, no new worker for 5000 ms \([0-9]+ violation\(s\) in a row\)'
+    runner_log_has 's: worker pid=[0-9]+ broke the worker protocol \(an unreadable status: "libfoo 1.2 initialised"\) holding message [0-9]+; striking it, requeueing 0, no new worker for 5 s \([0-9]+ violation\(s\) in a row\)'
 struck=$(sql "select count(*) from pepsi.workqueue where stage = 's' and state ? 'strikes'")
 ok "D-81: one strike per broken worker at most (the head it held)" num_between "$struck" 1 "$n"
 is "$(sql "select count(*) from pepsi.workqueue

@@ -25,8 +25,10 @@ example() {
     make -C "$dir" "$@" >>"$mklog" 2>&1 || { diag "$(tail -20 "$mklog")"; return 1; }
 }
 
+# Every directory outside PREFIX moved too: as root without DESTDIR, make
+# install also applies its sysusers.d file (issue 15).
 ok "issue 13: make install PREFIX=$prefix" \
-    mk install PREFIX="$prefix" SYSCONFDIR="$E2E_DIR/etc" UNITDIR="$E2E_DIR/units"
+    mk install PREFIX="$prefix" SYSCONFDIR="$E2E_DIR/etc" UNITDIR="$E2E_DIR/units" SYSUSERSDIR="$E2E_DIR/sysusers.d"
 installed() {
     local f
     for f in include/pepsi-worker.h lib/libpepsi-worker.a lib/libpepsi-worker.so.0 lib/libpepsi-worker.so \

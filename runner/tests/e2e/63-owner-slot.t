@@ -6,7 +6,7 @@
 # owns no partition, exits 78 — each before it touches a row (no start-up
 # reset of the running rows, no worker started).
 . "$(dirname "$0")/lib.sh"
-plan 25
+plan 27
 
 stage() {
     cat <<EOF
@@ -18,17 +18,29 @@ EOF
 }
 rows_q="select string_agg(workqueue_id || ':' || status || '@' || coalesce(claimed_at::text, '-'), ',' order by workqueue_id)
           from pepsi.workqueue"
+# "Changes nothing": a digest of every workqueue row (all columns), the
+# topology, the partition map and the dispatcher locks held (who, which).
+state_q="select md5(concat_ws('|',
+            (select string_agg(w::text, ',' order by w.workqueue_id) from pepsi.workqueue w),
+            (select string_agg(t::text, ',') from pepsi.topology t),
+            (select string_agg(m::text, ',' order by m.partition) from pepsi.partition_map m),
+            (select string_agg(l.objid || ':' || l.pid || ':' || l.mode, ',' order by l.objid, l.pid)
+               from pg_locks l, pepsi.lock_key('dispatcher', 0) k
+              where l.locktype = 'advisory' and l.granted and l.classid = k.class_id::oid
+                and l.objid::text::bigint < 65536)))"
 starts() { if [ -f "$E2E_DIR/starts.a" ]; then grep -c . "$E2E_DIR/starts.a"; else echo 0; fi; }
 
 # 1. No map: only slot 0 may serve ------------------------------------------------
 stage | write_conf "$E2E_DIR/slot1.conf" OWNER_SLOT=1
 sql "select pepsi.workqueue_inject('a', p_state => '{\"do\": \"sleep\", \"sleep\": \"5\"}') from generate_series(1, 2)" >/dev/null
 before=$(sql "$rows_q")
+state=$(sql "$state_q")
 run_runner "$E2E_DIR/nomap.log" -c "$E2E_DIR/slot1.conf" serve
 is "$?" 78 "issue 14: OWNER_SLOT = 1 without a partition map exits 78"
 like "$(cat "$E2E_DIR/nomap.log")" 'OWNER_SLOT = 1, but this database has no partition map' "issue 14: and says why"
 is "$(sql "$rows_q")" "$before" "issue 14: nothing changed (both rows still pending)"
 is "$(starts)" 0 "issue 14: no worker was started"
+is "$(sql "$state_q")" "$state" "issue 14: rows, topology, map and dispatcher locks are as before"
 
 stage | write_conf "$E2E_DIR/count-nomap.conf" PARTITION_COUNT=256
 run_runner "$E2E_DIR/count-nomap.log" -c "$E2E_DIR/count-nomap.conf" serve
@@ -48,6 +60,7 @@ ok "its workers are running both messages" wait_for "select count(*) from e2e_vi
 running=$(sql "$rows_q")
 like "$running" '^[0-9]+:running@.*,[0-9]+:running@' "both rows are running"
 n_starts=$(starts)
+state=$(sql "$state_q")
 
 run_runner "$E2E_DIR/second.log" -c "$E2E_DIR/slot1.conf" serve
 is "$?" 78 "issue 14, D-15: a second runner for the held slot 1 exits 78"
@@ -74,6 +87,8 @@ run_runner "$E2E_DIR/slot5.log" -c "$E2E_DIR/slot5.conf" serve
 is "$?" 78 "issue 14: a slot that owns no partition of the map exits 78"
 is "$(sql "$rows_q")" "$running" "issue 14: nothing changed by any of the refused runners"
 is "$(starts)" "$n_starts" "issue 14: none of them started a worker"
+is "$(sql "$state_q")" "$state" \
+   "T-08, T-41: a third runner with another PARTITION_COUNT or fingerprint (and the refused others) changed nothing: rows, topology, map, dispatcher locks"
 
 # 4. The map does not change under a running runner (T-41) ----------------------------
 out=$(sql "select pepsi.partition_map_set(array(select case when g < 200 then 0 else 1 end from generate_series(0, 255) g))" 2>&1)

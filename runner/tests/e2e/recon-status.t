@@ -19,6 +19,10 @@ is "$?" 0 "W-42: status exits 0"
 like "$(head -n 1 "$out")" "^pepsi: 0 of $checks checks firing .*no run yet" "before any run it says so"
 is "$(grep -c '^pending ' "$out")" "$checks" "every check is listed, pending"
 
+# dispatcher_lock fires for a slot without a runner for more than a
+# minute since a run first saw it so (issue 14): a run two minutes ago,
+# then one now.
+sql "select count(*) from pepsi.anomaly_run(now() - interval '2 minutes')" >/dev/null
 sql "select count(*) from pepsi.anomaly_run()" >/dev/null
 run_runner "$out" -c "$conf" status
 is "$?" 0 "status exits 0 when checks fire too"
