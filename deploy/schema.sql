@@ -34,6 +34,8 @@
 --          not match): nothing is written over it (T-10)
 --   PX042  an owner slot whose partitions would change is held by a
 --          running runner: stop it first (T-41)
+--   PX043  tube not found: no row names it, no pause is in force and it is
+--          not default (NOT_FOUND of stats-tube and pause-tube, T-32, T-33)
 --   PX044  invalid configuration: an overlay change (config_set,
 --          config_unset, config_remove_stage) the runner would refuse: an
 --          unknown or typo'd key, a value of the wrong type or range, a

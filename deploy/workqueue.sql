@@ -52,6 +52,8 @@ as $$
          'events in one webhook_events_ingest call: the ingress''s largest BURST_MAX'),
         ('external_id', 1024, 'bytes', 'PX012',
          'a webhook event''s id (webhook_events.external_id): provider ids are tens of bytes'),
+        ('pause_seconds', 31536000, 'seconds', 'PX003',
+         'a tube pause (pepsi.tube_pause, beanstalkd pause-tube): a year; beanstalkd allows 2^32-1 s (136 years), a pause that long is a mistake, and tube_pause(tube, 0) ends one at any time'),
         ('reason', 4096, 'bytes', 'cut',
          'a pause or failure reason (state.last_error, pause_reason): longer text is cut to 4096 bytes ending in "...", never refused')
       ) as l(field, max_value, unit, sqlstate, rationale)

@@ -1,5 +1,6 @@
 -- Deploy pepsi:workqueue_claim to pg
 -- requires: workqueue
+-- requires: tubes
 
 begin;
 
@@ -50,8 +51,17 @@ as $$
 -- NULL stage and cap arrays claim nothing. Raises PX003 when the arrays differ in
 -- length, a cap is NULL or < 0, a stage is NULL or listed twice, or p_now
 -- or p_owner_slot is NULL.
--- Tables: workqueue (update).
+-- A paused tube's rows (pepsi.tube_pause, issue 14) are skipped until
+-- p_now reaches the pause's end; with p_release_paused expired pauses are
+-- swept (pepsi.tube_pause_current). The check is a sub-select on the
+-- row's id behind "v_paused is null", so that with no tube paused the
+-- scan stays index-only and pays nothing; while one is, each row scanned
+-- costs a primary-key probe (the scan steps over the paused tube's rows).
+-- Tables: workqueue (update); tube_pause (read; delete with
+-- p_release_paused).
 #variable_conflict use_column
+declare
+    v_paused text[]; -- tubes paused at p_now (issue 14), NULL when none
 begin
     if cardinality(p_stages) is distinct from cardinality(p_caps) then
         raise exception 'stages and caps differ in length (% and %)',
@@ -78,6 +88,7 @@ begin
     if p_release_paused then
         perform pepsi.workqueue_release_due(p_now, p_owner_slot);
     end if;
+    v_paused := pepsi.tube_pause_current(p_now, p_release_paused);
 
     return query
     update pepsi.workqueue w
@@ -87,6 +98,9 @@ begin
                    cross join lateral (
                        select q.workqueue_id from pepsi.workqueue q
                         where q.stage = s.stage and q.owner_slot = p_owner_slot and q.status = 'pending'
+                        and (v_paused is null or not exists (
+                             select 1 from pepsi.workqueue t
+                              where t.workqueue_id = q.workqueue_id and t.tube = any (v_paused)))
                         order by q.workqueue_id
                         limit s.cap) q) picked
      where w.workqueue_id = picked.id and w.status = 'pending'

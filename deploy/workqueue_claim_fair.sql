@@ -1,5 +1,6 @@
 -- Deploy pepsi:workqueue_claim_fair to pg
 -- requires: workqueue_claim
+-- requires: tubes
 
 begin;
 
@@ -47,7 +48,7 @@ revoke all on table pepsi.fair_lead, pepsi.fair_stage from public;
 -- into workqueue_claim_fair's statement: each call is one index scan of
 -- workqueue_pending_sender_idx, never a function call per probe.
 create function pepsi.workqueue_sender_probe(p_stage text, p_after text, p_upto text, p_limit int,
-                                             p_owner_slot int default 0)
+                                             p_owner_slot int default 0, p_paused text[] default null)
 returns table (sender_key text, ids bigint[], i bigint, last boolean, batch int)
 language sql stable parallel safe
 as $$
@@ -65,6 +66,8 @@ as $$
 -- p_owner_slot (issue 14): only entries of that owner slot, an equality
 -- of the index (stage, owner_slot, sender_key, workqueue_id): the probe
 -- never reads another slot's entries.
+-- p_paused (issue 14): tubes whose rows are skipped (NULL: none; the
+-- check then costs nothing and the scan stays index-only).
 -- p_upto filters after the limit, not in the scan: the entries kept are
 -- those the scan bounded by p_upto would have read (a prefix of the same
 -- order), and the index condition stays a single lower bound.
@@ -77,13 +80,16 @@ as $$
                       from pepsi.workqueue q
                      where q.stage = p_stage and q.owner_slot = p_owner_slot and q.status = 'pending'
                        and q.sender_key > p_after
+                       and (p_paused is null or not exists (
+                            select 1 from pepsi.workqueue t
+                             where t.workqueue_id = q.workqueue_id and t.tube = any (p_paused)))
                      order by q.sender_key, q.workqueue_id
                      limit p_limit) b
              where p_upto is null or b.sender_key <= p_upto
              group by b.sender_key) g
 $$;
 
-revoke all on function pepsi.workqueue_sender_probe(text, text, text, int, int) from public;
+revoke all on function pepsi.workqueue_sender_probe(text, text, text, int, int, text[]) from public;
 
 create function pepsi.workqueue_claim_fair(
     p_stages         text[],
@@ -158,7 +164,11 @@ as $$
 --                      array or an entry) counts as 99: the share rounds up.
 --   p_now, p_release_paused, p_claim_id   as in workqueue_claim (claimed_at,
 --                      the paused rows' clock; D-93; the claim's id, which
---                      also names the kept leads, above).
+--                      also names the kept leads, above). Like
+--                      workqueue_claim, rows of a tube paused at p_now
+--                      are skipped in every scan (window, reads, FIFO
+--                      share), and p_release_paused sweeps expired
+--                      pauses (issue 14).
 --   p_window_size      at most this many senders per stage per claim, 1..64
 --                      (D-60: 64). Senders cost index probes, the main cost
 --                      of a claim when many wait: a dispatcher claiming a
@@ -249,6 +259,7 @@ as $$
 declare
     v_n int := cardinality(p_stages);
     v_inc bigint := p_claim_id >> 40;   -- the kept leads' incarnation; NULL: none kept
+    v_paused text[]; -- tubes paused at p_now (issue 14), NULL when none
 begin
     if v_n is distinct from cardinality(p_caps) or v_n is distinct from cardinality(p_avg_usec)
        or (p_window_after is not null and cardinality(p_window_after) <> v_n)
@@ -306,6 +317,7 @@ begin
     if p_release_paused then
         perform pepsi.workqueue_release_due(p_now, p_owner_slot);
     end if;
+    v_paused := pepsi.tube_pause_current(p_now, p_release_paused);
 
     -- The kept leads (with a claim id): a synced stage keeps only what this
     -- call sends; each lead sent is kept, or deleted when worth less than
@@ -367,21 +379,21 @@ begin
     -- p_window_after.
     win1(ord, stage, n, sender, ids, last, batch) as (
         select st.ord, st.stage, f.i, f.sender_key, f.ids, f.last, f.batch
-          from st cross join lateral pepsi.workqueue_sender_probe(st.stage, coalesce(st.after, ''), null, 16, p_owner_slot) f
+          from st cross join lateral pepsi.workqueue_sender_probe(st.stage, coalesce(st.after, ''), null, 16, p_owner_slot, v_paused) f
         union all
         select w.ord, w.stage, w.n + f.i, f.sender_key, f.ids, f.last, f.batch
-          from win1 w cross join lateral pepsi.workqueue_sender_probe(w.stage, w.sender, null, w.batch, p_owner_slot) f
+          from win1 w cross join lateral pepsi.workqueue_sender_probe(w.stage, w.sender, null, w.batch, p_owner_slot, v_paused) f
          where w.last and w.n < p_window_size
     ),
     win2(ord, stage, after, n, sender, ids, last, batch) as (
         select st.ord, st.stage, st.after, coalesce(c.n, 0) + f.i, f.sender_key, f.ids, f.last, f.batch
           from st
                left join (select win1.ord, max(win1.n) as n from win1 group by win1.ord) c on c.ord = st.ord
-               cross join lateral pepsi.workqueue_sender_probe(st.stage, '', st.after, 16, p_owner_slot) f
+               cross join lateral pepsi.workqueue_sender_probe(st.stage, '', st.after, 16, p_owner_slot, v_paused) f
          where st.after is not null and coalesce(c.n, 0) < p_window_size
         union all
         select w.ord, w.stage, w.after, w.n + f.i, f.sender_key, f.ids, f.last, f.batch
-          from win2 w cross join lateral pepsi.workqueue_sender_probe(w.stage, w.sender, w.after, w.batch, p_owner_slot) f
+          from win2 w cross join lateral pepsi.workqueue_sender_probe(w.stage, w.sender, w.after, w.batch, p_owner_slot, v_paused) f
          where w.last and w.n < p_window_size
     ),
     -- The leads passed in, without a claim id (with one they are kept).
@@ -448,6 +460,9 @@ begin
                                      from pepsi.workqueue q
                                     where q.stage = wd.stage and q.owner_slot = p_owner_slot and q.status = 'pending'
                                       and (q.sender_key, q.workqueue_id) > (wd.sender, wd.ids[cardinality(wd.ids)])
+                                      and (v_paused is null or not exists (
+                                           select 1 from pepsi.workqueue t
+                                            where t.workqueue_id = q.workqueue_id and t.tube = any (v_paused)))
                                     order by q.sender_key, q.workqueue_id
                                     limit wd.depth - cardinality(wd.ids)) r
                             where r.sender_key = wd.sender) m
@@ -470,6 +485,9 @@ begin
                              from pepsi.workqueue q
                             where q.stage = rd.stage and q.owner_slot = p_owner_slot and q.status = 'pending'
                               and (q.sender_key, q.workqueue_id) > (rd.sender, rd.ids[cardinality(rd.ids)])
+                              and (v_paused is null or not exists (
+                                   select 1 from pepsi.workqueue t
+                                    where t.workqueue_id = q.workqueue_id and t.tube = any (v_paused)))
                             order by q.sender_key, q.workqueue_id
                             limit rd.cap - cardinality(rd.ids)) r
                     where r.sender_key = rd.sender) m
@@ -494,6 +512,9 @@ begin
                      from pepsi.workqueue q
                     where q.stage = share.stage and q.owner_slot = p_owner_slot
                       and q.status = 'pending' and share.f > 0
+                      and (v_paused is null or not exists (
+                           select 1 from pepsi.workqueue t
+                            where t.workqueue_id = q.workqueue_id and t.tube = any (v_paused)))
                     order by q.workqueue_id
                     limit share.f) r
     ),

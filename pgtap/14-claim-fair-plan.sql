@@ -90,7 +90,7 @@ returns setof jsonb language sql as $$
 $$;
 
 create temp table fair_sql as
-select regexp_replace(regexp_replace(regexp_replace(regexp_replace(regexp_replace(
+select regexp_replace(regexp_replace(regexp_replace(regexp_replace(regexp_replace(regexp_replace(
        regexp_replace(regexp_replace(regexp_replace(regexp_replace(regexp_replace(regexp_replace(regexp_replace(
        regexp_replace(regexp_replace(regexp_replace(regexp_replace(regexp_replace(
            substring(p.prosrc from '(?s)return query\s+(with recursive.*?);\s*end\s*$'),
@@ -110,7 +110,8 @@ select regexp_replace(regexp_replace(regexp_replace(regexp_replace(regexp_replac
            '\mp_lead_scale\M', 'null::float8[]', 'g'),
            '\mp_lead_sync\M', 'null::boolean[]', 'g'),
            '\mv_inc\M', 'null::bigint', 'g'),
-           '\mp_owner_slot\M', '0', 'g') as stmt
+           '\mp_owner_slot\M', '0', 'g'),
+           '\mv_paused\M', 'null::text[]', 'g') as stmt
   from pg_proc p
  where p.oid = 'pepsi.workqueue_claim_fair(text[], int[], float8[], text[], text[], float8[], int, text[], int[], timestamptz, boolean, int, bigint, float8[], float8[], boolean[], int)'::regprocedure;
 create temp table fair_plan as select pg_temp.explain_rolled_back(stmt) as explain from fair_sql;
@@ -265,7 +266,7 @@ select pg_temp.bind(substring(p.prosrc from '(?s)return query\s+(with recursive.
                                        'p_fifo_credit', 'null::int[]', 'p_now', 'now()', 'p_window_size', '64',
                                        'p_claim_id', ((1::bigint << 40) + 1)::text, 'p_lead_base', 'null::float8[]',
                                        'p_lead_scale', 'null::float8[]', 'p_lead_sync', 'null::boolean[]',
-                                       'v_inc', '1::bigint', 'p_owner_slot', '0')) as stmt
+                                       'v_inc', '1::bigint', 'p_owner_slot', '0', 'v_paused', 'null::text[]')) as stmt
   from pg_proc p
  where p.oid = 'pepsi.workqueue_claim_fair(text[], int[], float8[], text[], text[], float8[], int, text[], int[], timestamptz, boolean, int, bigint, float8[], float8[], boolean[], int)'::regprocedure;
 create temp table kept_plan as select pg_temp.explain_rolled_back(stmt) as explain from kept_sql;

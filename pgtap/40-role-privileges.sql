@@ -45,6 +45,10 @@ insert into fn_doc values
     -- issue 14: the runner confirms the topology before it serves
     ('topology_check',                '{pepsi_runner,pepsi_reader}'),
     ('topology_fingerprint',          '{pepsi_runner,pepsi_reader}'),
+    -- issue 14: tubes (stats-tube, pause-tube); the operator role comes in issue 15
+    ('tube_stats',                    '{pepsi_runner,pepsi_reader}'),
+    ('tube_locate',                   '{pepsi_runner,pepsi_reader}'),
+    ('tube_pause',                    '{pepsi_runner}'),
     -- stage programs
     ('workqueue_advance',             '{pepsi_worker}'),
     ('workqueue_finish',              '{pepsi_worker}'),
@@ -116,6 +120,8 @@ insert into fn_doc values
     -- issue 14: the topology's helpers (owner only)
     ('topology_fingerprint_of', '{}'), ('topology_read', '{}'), ('topology_write', '{}'),
     ('topology_map_check', '{}'),
+    -- issue 14: the claims' list of paused tubes and sweep (owner only)
+    ('tube_pause_current', '{}'),
     -- issue 15: overlay validation, called only by config_set and its siblings
     ('conf_duration_ms', '{}'), ('conf_edit_distance', '{}'), ('conf_key_typo', '{}'),
     ('config_value_check', '{}'), ('config_graph', '{}'), ('config_graph_check', '{}');
@@ -158,6 +164,9 @@ insert into rel_doc values
     ('ingress_stats',          '{pepsi_reader}'),
     ('topology',               '{pepsi_reader}'),
     ('partition_map',          '{pepsi_reader}'),
+    ('tubes',                  '{pepsi_reader,pepsi_runner}'),
+    -- owner only: a tube's pause while in force (read through tubes, tube_stats)
+    ('tube_pause',             '{}'),
     ('anomaly_event_mv',       '{pepsi_reader}'),
     ('anomaly_queue_mv',       '{pepsi_reader}'),
     ('anomaly_orphan_mv',      '{pepsi_reader}'),

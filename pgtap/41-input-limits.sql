@@ -76,9 +76,9 @@ select is((select jsonb_object_agg(field, jsonb_build_array(max_value, sqlstate)
             "headers": [1048576, "PX003"], "body": [67108864, "PX003"], "state": [1048576, "PX003"],
             "origin_user": [256, "PX003"], "address": [254, "PX003"], "address_local_part": [64, "PX003"],
             "recipients": [1000, "PX003"], "batch_messages": [10000, "PX003"], "burst_events": [10000, "PX003"],
-            "external_id": [1024, "PX012"], "reason": [4096, "cut"]}'::jsonb,
+            "external_id": [1024, "PX012"], "reason": [4096, "cut"], "pause_seconds": [31536000, "PX003"]}'::jsonb,
           'issue 11: pepsi.input_limits() holds the documented limits and their SQLSTATEs');
-select ok((select bool_and(rationale <> '' and unit in ('bytes', 'entries')) from pepsi.input_limits()),
+select ok((select bool_and(rationale <> '' and unit in ('bytes', 'entries', 'seconds')) from pepsi.input_limits()),
           'issue 11: every limit has a unit and a rationale');
 select throws_ok($$select pepsi.input_limit('no_such_field')$$, 'XX000', null,
                  'issue 11: an unknown limit is an error, never "no limit"');

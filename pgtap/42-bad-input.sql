@@ -6,7 +6,7 @@
 -- without its test fails "every time parameter is covered".
 
 begin;
-select plan(53);
+select plan(55);
 
 -- A running message at stage p_stage with state p_state.
 create function pg_temp.running(p_stage text, p_state jsonb default '{}', p_arrived timestamptz default now())
@@ -116,6 +116,8 @@ insert into time_cases values
     ('workqueue_pause',               $$select pepsi.workqueue_pause(1, 'a', null)$$),
     ('workqueue_transition',          $$select * from pepsi.workqueue_transition('{}', 1000, null)$$),
     ('workqueue_unclaim',             $$select pepsi.workqueue_unclaim(null)$$),
+    ('tube_stats',                    $$select * from pepsi.tube_stats('default', null)$$),
+    ('tube_pause',                    $$select pepsi.tube_pause('default', 1, null)$$),
     ('workqueue_release_paused',      $$select * from pepsi.workqueue_release_paused(null)$$),
     ('workqueue_defer',               $$select pepsi.workqueue_defer('{1}', '{a}', null, 'x')$$),
     ('workqueue_strike',              $$select pepsi.workqueue_strike(1, 'a', 'crash', 'x', null)$$),
@@ -144,7 +146,9 @@ insert into time_internal values
     ('reconcile_gaps'), ('reconcile_retention'), ('anomaly_sample_take'), ('anomaly_delta'),
     ('webhook_backfill_inject'),
     -- issue 13: helpers whose callers have checked the time
-    ('workqueue_release_due'), ('webhook_event_item'), ('transition_of');
+    ('workqueue_release_due'), ('webhook_event_item'), ('transition_of'),
+    -- the claims' list of paused tubes: they check p_now before calling it
+    ('tube_pause_current');
 
 select is((select array_agg(distinct p.proname::text order by p.proname::text) from pg_proc p
             where p.pronamespace = 'pepsi'::regnamespace

@@ -10,7 +10,7 @@ select 1 / (not pg_catalog.has_function_privilege('public',
     'execute'))::int;
 select workqueue_id, stage, sender_key, fifo, window_next, window_lap, fifo_credit, lead_floor, leads_lost
   from pepsi.workqueue_claim_fair('{}', '{}', '{}', '{}', '{}', '{}');
-select 'pepsi.workqueue_sender_probe(text, text, text, int, int)'::regprocedure;
+select 'pepsi.workqueue_sender_probe(text, text, text, int, int, text[])'::regprocedure;
 -- The kept leads: UNLOGGED, the owner's only.
 select stage, sender_key, incarnation, v from pepsi.fair_lead where false;
 select stage, incarnation from pepsi.fair_stage where false;
