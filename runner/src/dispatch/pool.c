@@ -69,10 +69,10 @@ static bool program_is_builtin(const char *program, const char *self_dir);
 /* ---- stage bookkeeping ---- */
 
 /* Whether PROGRAM is one of pepsi's own stage programs, found next to the
- * runner (resolve_program): those are leak-free under valgrind in CI and
- * are recycled on memory growth rather than every MAX_MESSAGES (issue 19).
- * The names are those of stages/stages.c, which dispatch/ may not include;
- * the e2e 11-recycle.t fails when a name here is not a built-in. */
+ * runner (resolve_program): those are recycled on memory growth rather
+ * than every MAX_MESSAGES (issue 19; e2e 66-recycle-builtin.t runs the
+ * pass worker under valgrind). The names are those of stages/stages.c,
+ * which dispatch/ may not include (scripts/check-includes). */
 static bool program_is_builtin(const char *program, const char *self_dir)
 {
     static const char *const names[] = {"pass", "exec", "discard", "http", "if", "edit-settings"};
