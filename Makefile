@@ -1,6 +1,7 @@
 # pepsi — build, test, run, bench, install.
 #
-#   make            build build/pepsi-runner and its pepsi-stage-* links, and
+#   make            build build/pepsi-runner, build/pepsi-stage (the built-in
+#                   stages alone) and its pepsi-stage-* links, and
 #                   libpepsi-worker (.a, .so.0) for C stage programs of their own
 #   make test       fast C unit tests, no database; also replays every fuzz
 #                   corpus and regression input (runner/fuzz/) once
@@ -61,7 +62,8 @@ endif
 ALL_CFLAGS := -std=c11 -D_GNU_SOURCE $(WARN) $(CFLAGS) $(PKG_CFLAGS) -Irunner/src -I$(BUILD)
 
 SRC_MAIN := runner/src/main.c
-SRC_LIB  := $(filter-out $(SRC_MAIN),$(wildcard runner/src/*.c runner/src/*/*.c))
+SRC_STAGE_MAIN := runner/src/stage_main.c
+SRC_LIB  := $(filter-out $(SRC_MAIN) $(SRC_STAGE_MAIN),$(wildcard runner/src/*.c runner/src/*/*.c))
 OBJ_LIB  := $(SRC_LIB:%.c=$(BUILD)/%.o)
 OBJ_MAIN := $(SRC_MAIN:%.c=$(BUILD)/%.o)
 TESTS    := $(patsubst runner/tests/%.c,$(BUILD)/tests/%,$(wildcard runner/tests/test_*.c))
@@ -105,10 +107,20 @@ FUZZ_TARGETS ?=
 FUZZ_SANITIZE := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 RUNNER   := $(BUILD)/pepsi-runner
 
+# pepsi-stage (issue 19): the built-in stages as a program of their own,
+# which every pepsi-stage-NAME links to. stages/, sdk/ and an archive of
+# lib/'s objects, from which the linker takes only those they use, linked
+# --as-needed with the libraries those need: not the runner's libuv,
+# libmicrohttpd or libsystemd (libcrypto: the http stage signs; make lint checks the
+# NEEDED list: scripts/check-stage-libs).
+STAGE_BIN  := $(BUILD)/pepsi-stage
+STAGE_PKGS := libpq jansson inih libcurl libpcre2-8 libcrypto
+STAGE_OBJ  := $(patsubst %.c,$(BUILD)/%.o,$(SRC_STAGE_MAIN) $(wildcard runner/src/stages/*.c runner/src/sdk/*.c))
+
 .PHONY: all test check check-unit check-sql check-e2e run deploy revert bench lint install uninstall clean valgrind \
 	fuzz fuzz-build
 
-all: $(RUNNER) $(STAGES:%=$(BUILD)/pepsi-stage-%) $(SDKLIB)
+all: $(RUNNER) $(STAGE_BIN) $(STAGES:%=$(BUILD)/pepsi-stage-%) $(SDKLIB)
 
 # The schema this build expects: sqitch's change names and the SHA-1 of
 # each deploy script, compared with sqitch's registry at start-up (D-12).
@@ -150,8 +162,15 @@ $(BUILD)/$(SDKLIB_SONAME): $(BUILD)/libpepsi-worker.o
 $(RUNNER): $(OBJ_MAIN) $(OBJ_LIB)
 	$(CC) $(LDFLAGS) -o $@ $^ $(PKG_LIBS)
 
-$(BUILD)/pepsi-stage-%: $(RUNNER)
-	ln -sf pepsi-runner $@
+$(BUILD)/liblib.a: $(patsubst %.c,$(BUILD)/%.o,$(wildcard runner/src/lib/*.c))
+	rm -f $@
+	$(AR) rcs $@ $^
+
+$(STAGE_BIN): $(STAGE_OBJ) $(BUILD)/liblib.a
+	$(CC) $(LDFLAGS) -Wl,--as-needed -o $@ $^ $(shell pkg-config --libs $(STAGE_PKGS) 2>/dev/null)
+
+$(BUILD)/pepsi-stage-%: $(STAGE_BIN)
+	ln -sf pepsi-stage $@
 
 $(BUILD)/tests/%: runner/tests/%.c $(OBJ_LIB)
 	@mkdir -p $(@D)
@@ -232,6 +251,8 @@ lint: all
 	scripts/check-sdklib --self-test $(BUILD)
 	scripts/check-sdklib $(BUILD)
 	scripts/check-conf-keys $(RUNNER)
+	scripts/check-stage-libs $(BUILD) --self-test
+	scripts/check-stage-libs $(BUILD)
 
 # The pepsi user comes from conf/pepsi.sysusers, applied here only on the
 # real system (root, no DESTDIR): a DESTDIR is a package or image root,
@@ -248,7 +269,8 @@ install: all
 		$(DESTDIR)$(SHAREDIR)/verify $(DESTDIR)$(SYSCONFDIR)/pepsi $(DESTDIR)$(UNITDIR) \
 		$(DESTDIR)$(SYSUSERSDIR) $(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(DOCDIR)
 	install -m 755 $(RUNNER) $(DESTDIR)$(BINDIR)/pepsi-runner
-	for s in $(STAGES); do ln -sf pepsi-runner $(DESTDIR)$(BINDIR)/pepsi-stage-$$s; done
+	install -m 755 $(STAGE_BIN) $(DESTDIR)$(BINDIR)/pepsi-stage
+	for s in $(STAGES); do ln -sf pepsi-stage $(DESTDIR)$(BINDIR)/pepsi-stage-$$s; done
 	install -m 644 sqitch.plan sqitch.conf $(DESTDIR)$(SHAREDIR)/
 	install -m 644 deploy/*.sql $(DESTDIR)$(SHAREDIR)/deploy/
 	install -m 644 revert/*.sql $(DESTDIR)$(SHAREDIR)/revert/
@@ -287,7 +309,7 @@ install: all
 # Everything install put, except the configuration and the pepsi user and
 # group: an operator's settings, and files the user may still own.
 uninstall:
-	rm -f $(DESTDIR)$(BINDIR)/pepsi-runner $(STAGES:%=$(DESTDIR)$(BINDIR)/pepsi-stage-%)
+	rm -f $(DESTDIR)$(BINDIR)/pepsi-runner $(DESTDIR)$(BINDIR)/pepsi-stage $(STAGES:%=$(DESTDIR)$(BINDIR)/pepsi-stage-%)
 	rm -rf $(DESTDIR)$(SHAREDIR)
 	rm -f $(UNITS:%=$(DESTDIR)$(UNITDIR)/%.service) $(DESTDIR)$(SYSUSERSDIR)/pepsi.conf
 	rm -f $(DESTDIR)$(MANDIR)/man8/$(MAN8) $(DESTDIR)$(MANDIR)/man5/$(MAN5)

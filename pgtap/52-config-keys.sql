@@ -50,12 +50,13 @@ select set_eq($$select section_kind, key, value from documented d
                  where section_kind in ('pepsi', 'pepsi-postgres', 'pepsi-dispatch', 'stage') and not required$$,
               'issue 13: each default conf/pepsi.conf shows is the table''s');
 
--- The rule as deploy/settings.sql wrote it before issue 13, the reference.
+-- The rule as deploy/settings.sql wrote it before issue 13, the reference
+-- (and MAX_RSS_GROWTH, issue 19: operator-only like MAX_MESSAGES).
 create function pg_temp.old_operator_only(p_option text) returns boolean
 language sql immutable as $$
     select p_option is null
         or p_option in ('PROGRAM', 'NEXT', 'BOUNCE_STAGE', 'THEN', 'ELSE', 'FUSION', 'USER_OPTIONS',
-                        'PARALLELISM', 'QUEUE_LIMIT', 'MAX_MESSAGES', 'WORKER_IDLE_TIMEOUT',
+                        'PARALLELISM', 'QUEUE_LIMIT', 'MAX_MESSAGES', 'MAX_RSS_GROWTH', 'WORKER_IDLE_TIMEOUT',
                         'MAX_RUNTIME', 'PASS_CONNINFO')
         or p_option ~ '(COMMAND|CONDITION|URL|SECRET|PASSWORD|PASSWD|TOKEN|AUTH|CREDENTIAL|KEY|CONNINFO|SCRIPT|EXEC|PROGRAM|STAGE|HOST)'
 $$;

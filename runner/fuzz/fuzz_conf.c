@@ -168,7 +168,8 @@ static void check_stage(const struct conf *c, const struct stage_conf *s)
     REQUIRE(s->program && s->program[0] != '\0');
     REQUIRE(s->parallelism >= 1 && s->parallelism <= 1024);
     REQUIRE(s->queue_limit >= 1 && s->queue_limit <= 1024);
-    REQUIRE(s->max_messages >= 1);
+    REQUIRE(s->max_messages >= 0); /* 0: unset (issue 19) */
+    REQUIRE(s->max_rss_growth_mb >= 1 && s->max_rss_growth_mb <= 1048576);
     REQUIRE(s->worker_idle_timeout_ms > 0 && s->max_runtime_ms > 0 && s->max_lifetime_ms > 0);
     REQUIRE(s->fusion >= -1 && s->fusion <= 1);
     REQUIRE(!s->next || conf_stage(c, s->next) != NULL);

@@ -85,7 +85,8 @@ static void test_defaults(void)
     CHECK_STR(s->program, "pepsi-stage-pass", "D-21: PROGRAM");
     CHECK_INT(s->parallelism, 4, "D-62: PARALLELISM defaults to 4");
     CHECK_INT(s->queue_limit, 4, "D-66: QUEUE_LIMIT defaults to 4");
-    CHECK_INT(s->max_messages, 1000, "D-68: MAX_MESSAGES defaults to 1000");
+    CHECK_INT(s->max_messages, 0, "D-68, issue 19: MAX_MESSAGES unset (0) by default: 1000, built-ins on memory");
+    CHECK_INT(s->max_rss_growth_mb, 64, "issue 19: MAX_RSS_GROWTH defaults to 64 MiB");
     CHECK_INT(s->worker_idle_timeout_ms, 5000, "D-65: WORKER_IDLE_TIMEOUT defaults to 5 s");
     CHECK_INT(s->max_runtime_ms, 600000, "D-82: MAX_RUNTIME defaults to 10 min");
     CHECK_INT(s->max_lifetime_ms, 120LL * 3600 * 1000, "D-107: MAX_LIFETIME defaults to 120 h");
@@ -272,8 +273,10 @@ static void test_value_errors(void)
         "key \"PARALLELISM\" in [stage-a]: invalid value \"0\": expected an integer from 1 to 1024",
         "D-62: PARALLELISM 0");
     bad(S("a") "QUEUE_LIMIT = 1025\n", NAME ":3: ", "key \"QUEUE_LIMIT\"", "D-66: QUEUE_LIMIT 1025");
-    bad(S("a") "MAX_MESSAGES = 0\n", NAME ":3: ", "expected an integer of at least 1",
-        "D-68: MAX_MESSAGES 0");
+    bad(S("a") "MAX_MESSAGES = -1\n", NAME ":3: ", "expected an integer of at least 0",
+        "D-68: MAX_MESSAGES -1");
+    bad(S("a") "MAX_RSS_GROWTH = 0\n", NAME ":3: ", "expected an integer from 1 to 1048576",
+        "issue 19: MAX_RSS_GROWTH 0");
     bad(S("a") "MAX_RUNTIME = 10\xc2\xa0min\n", NAME ":3: ", "key \"MAX_RUNTIME\"",
         "a duration with a non-breaking space");
     bad(S("a") "WORKER_IDLE_TIMEOUT = 0\n", NAME ":3: ", "greater than 0",

@@ -54,6 +54,7 @@ static bool old_operator_only(const char *key)
 {
     static const char *const exact[] = {"PROGRAM", "NEXT", "BOUNCE_STAGE", "THEN", "ELSE", "FUSION",
                                         "USER_OPTIONS", "PARALLELISM", "QUEUE_LIMIT", "MAX_MESSAGES",
+                                        "MAX_RSS_GROWTH", /* issue 19: operator-only like MAX_MESSAGES */
                                         "WORKER_IDLE_TIMEOUT", "MAX_RUNTIME", "PASS_CONNINFO", NULL};
     static const char *const parts[] = {"COMMAND", "CONDITION", "URL", "SECRET", "PASSWORD", "PASSWD",
                                         "TOKEN", "AUTH", "CREDENTIAL", "KEY", "CONNINFO", "SCRIPT",

@@ -2,9 +2,12 @@
 #include "dispatch/pool.h"
 
 #include "lib/log.h"
+#include "lib/schema.h"
 #include "lib/util.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +19,7 @@ extern char **environ;
 #define CLOSE_GRACE_MS 10000   /* a worker asked to stop gets this long before SIGKILL */
 #define EXIT_DRAIN_MS 2000     /* after exit, how long to wait for its stdout to end */
 #define HANDLES_PER_WORKER 5   /* process, stdin, stdout, stderr, runtime timer */
+#define RSS_CHECK_MS 100       /* a worker's memory is read at most this often (issue 19) */
 
 struct worker {
     struct worker *next;
@@ -32,6 +36,8 @@ struct worker {
     uint64_t head_since_us;        /* when the head message started (ready and at head) */
     uint64_t idle_since_ms;
     int handed;                    /* ids handed over the child's life (D-68) */
+    int64_t rss_ready_kb;          /* resident memory when it said ready, -1 unknown (issue 19) */
+    uint64_t rss_checked_ms;       /* when it was last read */
     bool ready;                    /* said "ready" */
     bool retiring;                 /* no new ids: recycle once drained */
     bool hung;                     /* killed for MAX_RUNTIME */
@@ -58,8 +64,30 @@ struct write_req {
 
 static void worker_finalize(struct worker *w);
 static void worker_close(struct worker *w, uint64_t now);
+static bool program_is_builtin(const char *program, const char *self_dir);
 
 /* ---- stage bookkeeping ---- */
+
+/* Whether PROGRAM is one of pepsi's own stage programs, found next to the
+ * runner (resolve_program): those are recycled on memory growth rather
+ * than every MAX_MESSAGES (issue 19; e2e 72-recycle-builtin.t runs the
+ * pass worker under valgrind). The names are those of stages/stages.c,
+ * which dispatch/ may not include (scripts/check-includes). */
+static bool program_is_builtin(const char *program, const char *self_dir)
+{
+    static const char *const names[] = {"pass", "exec", "discard", "http", "if", "edit-settings"};
+    if (program == NULL || self_dir == NULL || strchr(program, '/') || strncmp(program, "pepsi-stage-", 12) != 0)
+        return false;
+    bool known = false;
+    for (size_t i = 0; i < sizeof names / sizeof names[0] && !known; i++)
+        known = strcmp(program + 12, names[i]) == 0;
+    if (!known)
+        return false;
+    char *full = xasprintf("%s/%s", self_dir, program);
+    bool there = access(full, X_OK) == 0;
+    free(full);
+    return there;
+}
 
 void stage_init(struct stage *s, const struct stage_conf *conf, struct pool_env *env)
 {
@@ -68,6 +96,8 @@ void stage_init(struct stage *s, const struct stage_conf *conf, struct pool_env 
     s->conf = conf;
     s->env = env;
     s->parallelism_cap = conf->parallelism;
+    s->rss_recycle = conf->max_messages == 0 && program_is_builtin(conf->program, env->self_dir);
+    s->max_messages = conf->max_messages > 0 ? conf->max_messages : s->rss_recycle ? INT_MAX : CONF_MAX_MESSAGES;
 }
 
 static bool worker_usable(const struct worker *w)
@@ -83,10 +113,27 @@ int stage_active_workers(const struct stage *s)
     return n;
 }
 
+/* How many more workers the stage may start now. A worker being recycled
+ * (retiring, draining what it holds) does not hold its successor back
+ * (issue 19): the stage may run one process more than PARALLELISM while
+ * one drains; no more, so a stage never holds more than PARALLELISM + 1
+ * database connections. */
+static int stage_spawnable(const struct stage *s, uint64_t now)
+{
+    if (s->env->shutting_down || s->retired || now < s->cooldown_until_ms)
+        return 0;
+    int recycling = 0;
+    for (const struct worker *w = s->workers; w; w = w->next)
+        recycling += w->retiring && !w->exited;
+    int by_cap = s->parallelism_cap - (s->n_workers - recycling);
+    int by_extra = s->parallelism_cap + 1 - s->n_workers;
+    int n = by_cap < by_extra ? by_cap : by_extra;
+    return n > 0 ? n : 0;
+}
+
 static bool stage_may_spawn(const struct stage *s, uint64_t now)
 {
-    return !s->env->shutting_down && !s->retired && now >= s->cooldown_until_ms &&
-           s->n_workers < s->parallelism_cap;
+    return stage_spawnable(s, now) > 0;
 }
 
 /* How many more ids the worker can take: its free queue slots, but no more
@@ -94,7 +141,7 @@ static bool stage_may_spawn(const struct stage *s, uint64_t now)
 static int worker_room(const struct worker *w)
 {
     int room = w->stage->conf->queue_limit - (int)w->count;
-    int left = w->stage->conf->max_messages - w->handed;
+    int left = w->stage->max_messages - w->handed;
     return room < left ? room : left;
 }
 
@@ -104,8 +151,8 @@ int stage_capacity(const struct stage *s, uint64_t now)
 
     if (s->env->shutting_down || s->retired)
         return 0;
-    if (q > s->conf->max_messages)
-        q = s->conf->max_messages; /* what a new worker may take (D-68) */
+    if (q > s->max_messages)
+        q = s->max_messages; /* what a new worker may take (D-68) */
     /* Fullest first, as stage_assign packs: beyond the cap, workers get no
      * new work and drain (D-98). */
     for (const struct worker *w = s->workers; w; w = w->next) {
@@ -115,8 +162,7 @@ int stage_capacity(const struct stage *s, uint64_t now)
             continue;
         free_slots += worker_room(w);
     }
-    if (stage_may_spawn(s, now))
-        free_slots += (s->parallelism_cap - s->n_workers) * q;
+    free_slots += stage_spawnable(s, now) * q;
     return free_slots;
 }
 
@@ -263,7 +309,7 @@ static void worker_give(struct worker *w, const int64_t *ids, size_t n, uint64_t
         log_debug(w->stage->name, "message=%lld handed to worker pid=%d", (long long)ids[i], w->pid);
     w->stage->inflight += (int)n;
     w->handed += (int)n;
-    if (w->handed >= w->stage->conf->max_messages)
+    if (w->handed >= w->stage->max_messages)
         w->retiring = true;
     if (was_empty && w->state == WORKER_READY)
         worker_start_head(w);
@@ -276,6 +322,50 @@ static void worker_give(struct worker *w, const int64_t *ids, size_t n, uint64_t
         log_warning(w->stage->name, "cannot write to worker pid=%d: %s", w->pid, uv_strerror(rc));
         free(wr);
     }
+}
+
+/* ---- memory of the child (issue 19) ---- */
+
+/* The worker's resident memory in KiB, from /proc/PID/statm; -1 when it
+ * cannot be read (the process is gone, or no /proc). */
+static int64_t worker_rss_kb(int pid)
+{
+    char path[64], buf[128];
+    snprintf(path, sizeof path, "/proc/%d/statm", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    long long size, resident;
+    if (sscanf(buf, "%lld %lld", &size, &resident) != 2)
+        return -1;
+    long page = sysconf(_SC_PAGESIZE);
+    return resident * (page > 0 ? page : 4096) / 1024;
+}
+
+/* A built-in's worker without MAX_MESSAGES is recycled once its resident
+ * memory grew MAX_RSS_GROWTH since ready, instead of after every
+ * MAX_MESSAGES messages: D-68 bounds memory, and a new worker costs a
+ * new PostgreSQL backend (issue 19). Read at most every RSS_CHECK_MS, at
+ * its answers; a worker that grew takes no new ids and is replaced once
+ * its pipeline has drained, as D-68 says. */
+static void worker_check_rss(struct worker *w, uint64_t now)
+{
+    const struct stage *s = w->stage;
+    if (!s->rss_recycle || w->retiring || w->rss_ready_kb < 0 || now < w->rss_checked_ms + RSS_CHECK_MS)
+        return;
+    w->rss_checked_ms = now;
+    int64_t rss = worker_rss_kb(w->pid);
+    if (rss < 0 || rss - w->rss_ready_kb <= (int64_t)s->conf->max_rss_growth_mb * 1024)
+        return;
+    log_info(s->name, "worker pid=%d grew from %lld to %lld KiB since ready (MAX_RSS_GROWTH %d MiB) after %d "
+             "message(s); replacing it", w->pid, (long long)w->rss_ready_kb, (long long)rss,
+             s->conf->max_rss_growth_mb, w->handed);
+    w->retiring = true;
 }
 
 /* ---- lines from the child ---- */
@@ -333,6 +423,8 @@ static int worker_status_line(struct worker *w, const char *line, size_t len)
     struct pool_events *ev = &w->stage->env->ev;
     ev->answered(ev->arg, w->stage, id, &st, usec);
     proto_status_free(&st);
+    if (w->state == WORKER_READY)
+        worker_check_rss(w, now_ms());
     if (w->retiring && w->count == 0 && w->state == WORKER_READY)
         worker_close(w, now_ms());
     ev->wake(ev->arg);
@@ -360,6 +452,9 @@ static int worker_out_line(void *arg, const char *line, size_t len)
             w->state = WORKER_READY;
         w->ready = true;
         w->stage->spawn_failures = 0;
+        if (w->stage->rss_recycle)
+            w->rss_ready_kb = worker_rss_kb(w->pid);
+        w->rss_checked_ms = now_ms();
         log_debug(w->stage->name, "worker pid=%d is ready", w->pid);
         if (w->count > 0)
             worker_start_head(w);
@@ -653,7 +748,7 @@ static char *resolve_program(const struct stage *s)
 static bool env_replaced(const char *var, bool own_passfile)
 {
     static const char *const names[] = {"JOURNAL_STREAM=", "PEPSI_STAGE=", "PEPSI_CONFIG=",
-                                        "PEPSI_CONNINFO=", "PGPASSWORD="};
+                                        "PEPSI_CONNINFO=", "PEPSI_SCHEMA_VERIFIED=", "PGPASSWORD="};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strncmp(var, names[i], strlen(names[i])) == 0)
             return true;
@@ -661,7 +756,7 @@ static bool env_replaced(const char *var, bool own_passfile)
 }
 
 /* environ plus PEPSI_STAGE, PEPSI_CONFIG, PEPSI_CONNINFO (without a
- * password) and PGPASSFILE when the runner wrote one, replacing any
+ * password), PEPSI_SCHEMA_VERIFIED and PGPASSFILE when the runner wrote one, replacing any
  * inherited ones, never PGPASSWORD. The strings are freed by free_env(). */
 static char **build_env(const struct stage *s)
 {
@@ -669,7 +764,7 @@ static char **build_env(const struct stage *s)
     const struct pool_env *pe = s->env;
     while (environ[n])
         n++;
-    char **env = xcalloc(n + 5, sizeof *env);
+    char **env = xcalloc(n + 6, sizeof *env);
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         /* A worker's stderr is our pipe, not the journal. */
@@ -681,6 +776,9 @@ static char **build_env(const struct stage *s)
     if (pe->config_path)
         env[k++] = xasprintf("PEPSI_CONFIG=%s", pe->config_path);
     env[k++] = xasprintf("PEPSI_CONNINFO=%s", pe->conninfo ? pe->conninfo : "");
+    /* The dispatcher serves only a current schema (D-12, startup_connect):
+     * a worker of the same build need not check it again (issue 19). */
+    env[k++] = xasprintf("PEPSI_SCHEMA_VERIFIED=%s", schema_build_id());
     if (pe->passfile)
         env[k++] = xasprintf("PGPASSFILE=%s", pe->passfile);
     env[k] = NULL;
@@ -751,6 +849,7 @@ static struct worker *worker_spawn(struct stage *s, uint64_t now)
     w->ids = xcalloc((size_t)s->conf->queue_limit, sizeof *w->ids);
     w->state = WORKER_STARTING;
     w->idle_since_ms = now;
+    w->rss_ready_kb = -1;
     worker_init_handles(w, s->env->loop);
 
     char *file = resolve_program(s);

@@ -3,7 +3,8 @@
  * A worker is spawned only when its stage has work and free capacity,
  * takes up to QUEUE_LIMIT ids in one write, answers them in order, is
  * stopped after WORKER_IDLE_TIMEOUT idle or once its pipeline drains after
- * MAX_MESSAGES. What the answers mean for the queue (statistics, 74/75,
+ * MAX_MESSAGES (a built-in's without MAX_MESSAGES: after MAX_RSS_GROWTH of
+ * memory growth, issue 19), its successor started while it drains. What the answers mean for the queue (statistics, 74/75,
  * strikes, requeues) is the dispatcher's business, reported through
  * struct pool_events.
  * Owns: the worker processes, their pipes and in-flight ids. Uses:
@@ -76,6 +77,9 @@ struct stage {
     uint64_t spawn_failures;       /* consecutive deaths before ready, for the log */
     uint64_t protocol_violations;  /* consecutive workers torn down for a bad line after ready */
     bool retired;                  /* replaced by a configuration reload: takes no new work */
+    int max_messages;              /* D-68's bound in effect: MAX_MESSAGES, else 1000 or, for a
+                                      built-in, none (issue 19) */
+    bool rss_recycle;              /* a built-in without MAX_MESSAGES: recycled on MAX_RSS_GROWTH */
     struct stage_delta delta;      /* statistics since the last flush */
 };
 

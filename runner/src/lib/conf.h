@@ -29,7 +29,8 @@ struct stage_conf {
     int program_line;                /* its line in the file; -1: from the overlay */
     int parallelism;                 /* PARALLELISM, default 4 */
     int queue_limit;                 /* QUEUE_LIMIT, default 4 */
-    int max_messages;                /* MAX_MESSAGES, default 1000 */
+    int max_messages;                /* MAX_MESSAGES, 0 (default): unset, see CONF_MAX_MESSAGES */
+    int max_rss_growth_mb;           /* MAX_RSS_GROWTH, default 64 (MiB) */
     int64_t worker_idle_timeout_ms;  /* WORKER_IDLE_TIMEOUT, default 5 s */
     int64_t max_runtime_ms;          /* MAX_RUNTIME, default 10 min */
     int64_t max_lifetime_ms;         /* MAX_LIFETIME, default 120 h */
@@ -82,6 +83,11 @@ struct conf {
 
 /* The largest MAX_HOPS: what pepsi.workqueue_hop_check accepts. */
 #define CONF_MAX_HOPS_MAX 100000000
+
+/* D-68's MAX_MESSAGES for a stage that leaves it unset (0) and whose
+ * program is not a built-in (issue 19: built-ins recycle on memory
+ * growth instead, MAX_RSS_GROWTH; dispatch/pool.c). */
+#define CONF_MAX_MESSAGES 1000
 
 /* conf_load's answer for a file that holds a secret (a password in
  * CONNINFO, a key named like a credential such as SIGNING_SECRET or

@@ -19,6 +19,12 @@ enum schema_verdict {
  * what to do. */
 enum schema_verdict schema_verify(PGconn *conn, const char *component);
 
+/* A hash of this build's schema manifest (change names and deploy script
+ * hashes), 16 hex digits: what the dispatcher passes to its workers as
+ * PEPSI_SCHEMA_VERIFIED once it found the schema current, so that a
+ * worker of the same build skips its own check (issue 19). */
+const char *schema_build_id(void);
+
 /* The number of sqitch changes this build was made from. */
 int schema_build_changes(void);
 

@@ -118,7 +118,7 @@ int sdk_check_overrides(const struct pepsi_worker *w, const struct pepsi_message
 int pepsi_check_setting(const struct conf *c, const char *stage, const char *key, const char *value,
                         const struct pepsi_stage_def *builtin, char *why, size_t cap)
 {
-    static const char *const never[] = {"PROGRAM", "PARALLELISM", "QUEUE_LIMIT", "MAX_MESSAGES",
+    static const char *const never[] = {"PROGRAM", "PARALLELISM", "QUEUE_LIMIT", "MAX_MESSAGES", "MAX_RSS_GROWTH",
                                         "WORKER_IDLE_TIMEOUT", "MAX_RUNTIME", "FUSION", "NEXT", NULL};
     struct sdk_core core;
     struct pepsi_worker w;

@@ -93,21 +93,8 @@ static const struct {
                        " $7::int)"},
 };
 
-static int prepare_all(struct pepsi_worker *w)
-{
-    for (size_t i = 0; i < sizeof statements / sizeof statements[0]; i++) {
-        PGresult *r = PQprepare(w->core->conn, statements[i].name, statements[i].sql, 0, NULL);
-        if (PQresultStatus(r) != PGRES_COMMAND_OK) {
-            log_error(w->stage, "cannot prepare \"%s\": %s", statements[i].name,
-                      pgerr_message(w->core->conn, r));
-            PQclear(r);
-            return -1;
-        }
-        PQclear(r);
-    }
-    w->core->prepared = true;
-    return 0;
-}
+#define N_STATEMENTS (sizeof statements / sizeof statements[0])
+_Static_assert(N_STATEMENTS <= 32, "sdk_core.prepared_mask has a bit for each statement");
 
 int sdk_connect(struct pepsi_worker *w, bool *overload)
 {
@@ -117,6 +104,7 @@ int sdk_connect(struct pepsi_worker *w, bool *overload)
         w->core->conn = NULL;
     }
     w->core->prepared = false;
+    w->core->prepared_mask = 0;
     snprintf(app, sizeof app, "pepsi-stage-%s", w->stage);
     w->core->conn = conn_open(w->core->conninfo, w->core->conf.connect_timeout_ms, app, w->stage, overload);
     if (w->core->conn == NULL)
@@ -126,11 +114,31 @@ int sdk_connect(struct pepsi_worker *w, bool *overload)
     if (!w->core->conf.worker_synchronous_commit &&
         conn_exec(w->core->conn, "set synchronous_commit = off", w->stage) != 0)
         return -1;
-    return prepare_all(w);
+    w->core->prepared = true;
+    return 0;
 }
 
+/* A statement is prepared on its first use on a connection, not all at
+ * start: a worker that only ever advances does not pay a round trip and a
+ * parse for each of the others at every start (issue 19). A failed
+ * prepare is returned as the statement's result, for the caller's usual
+ * error handling. */
 PGresult *sdk_exec_prepared(struct pepsi_worker *w, const char *name, int n, const char *const *params)
 {
+    for (size_t i = 0; i < N_STATEMENTS; i++) {
+        if (strcmp(statements[i].name, name) != 0)
+            continue;
+        if (!(w->core->prepared_mask & (1u << i))) {
+            PGresult *r = PQprepare(w->core->conn, name, statements[i].sql, 0, NULL);
+            if (PQresultStatus(r) != PGRES_COMMAND_OK) {
+                log_error(w->stage, "cannot prepare \"%s\": %s", name, pgerr_message(w->core->conn, r));
+                return r;
+            }
+            PQclear(r);
+            w->core->prepared_mask |= 1u << i;
+        }
+        break;
+    }
     return PQexecPrepared(w->core->conn, name, n, params, NULL, NULL, 0);
 }
 

@@ -25,7 +25,8 @@
 struct sdk_core {
     struct conf conf;                  /* file + overlay */
     PGconn *conn;
-    bool prepared;                     /* statements prepared on conn */
+    bool prepared;                     /* conn is set up (statements are prepared on first use) */
+    unsigned prepared_mask;            /* the statements of sdk.c's table prepared on conn */
     char *conninfo;
     char rbuf[4096];                   /* stdin reader */
     size_t rlen;
