@@ -437,12 +437,24 @@ begin
       from moved m;
     get diagnostics v_n = row_count;
 
+    -- workqueue_paused_idx leads with the owner slot (issue 14), so the
+    -- oldest overdue rows are read slot by slot, each a range scan of
+    -- (slot, timeout) that stops at batch_limit, then merged: the cost
+    -- follows the overdue rows, not every paused row of the queue. The
+    -- slots: those of the map, and 0 (every row without a topology).
     with overdue as (
-        select w.workqueue_id, w.timeout from pepsi.workqueue w
-         where w.status = 'paused' and w.timeout < p_now - p_s.paused_grace
-         order by w.timeout
+        select o.workqueue_id, o.timeout
+          from (select m.owner_slot from pepsi.partition_map m
+                union select 0) sl
+         cross join lateral (
+               select w.workqueue_id, w.timeout from pepsi.workqueue w
+                where w.owner_slot = sl.owner_slot and w.status = 'paused'
+                  and w.timeout < p_now - p_s.paused_grace
+                order by w.timeout
+                limit p_s.batch_limit
+                  for update skip locked) o
+         order by o.timeout
          limit p_s.batch_limit
-           for update skip locked
     ), moved as (
         update pepsi.workqueue w set status = 'pending', timeout = null
           from overdue o

@@ -4,7 +4,7 @@
 -- (W-27) are tested end to end (runner/tests/e2e/recon-lock.t).
 
 begin;
-select plan(53);
+select plan(55);
 
 select has_function('pepsi', 'reconcile', array['timestamp with time zone', 'text', 'jsonb', 'boolean'],
                     'W-20: reconcile(now, trigger, limits, if_changed) exists');
@@ -224,6 +224,22 @@ select is((select count(*)::int from pepsi.reconcile_findings
 select ok(not exists (select 1 from pepsi.reconcile_runs r where r.started_at < now()
                        and not exists (select 1 from pepsi.reconcile_findings f where f.run_id = r.run_id)),
           'runs older than the retention without findings are forgotten');
+
+-- Issue 14: workqueue_paused_idx leads with the owner slot, so the stuck
+-- paused step reads each slot's overdue range, not every paused row: with
+-- 20,000 paused rows due in an hour and 3 overdue, a run touches a handful
+-- of index blocks (an unbounded read of the index takes dozens).
+delete from pepsi.workqueue;
+insert into pepsi.workqueue (stage, status, timeout)
+select 'other', 'paused', now() + interval '1 hour' from generate_series(1, 20000);
+insert into pepsi.workqueue (stage, status, timeout)
+select 'other', 'paused', now() - interval '1 hour' from generate_series(1, 3);
+select pg_stat_get_xact_blocks_fetched('pepsi.workqueue_paused_idx'::regclass) as paused_blocks \gset
+select run_id as r_slot from pepsi.reconcile(now(), 'manual', '{}') \gset
+select is((select count(*) from pepsi.reconcile_findings where run_id = :r_slot and kind = 'stuck_paused'), 3::bigint,
+          'issue 14: the three overdue paused rows are released');
+select cmp_ok(pg_stat_get_xact_blocks_fetched('pepsi.workqueue_paused_idx'::regclass) - :paused_blocks, '<=', 10::bigint,
+              'issue 14: finding them reads the overdue range of each owner slot, not the 20,000 paused rows (blocks of workqueue_paused_idx)');
 
 select * from finish();
 rollback;

@@ -64,7 +64,7 @@ ok "the stranger holds the lock of owner slot 0" \
 run_runner "$E2E_DIR/second.log" -c "$conf" serve
 is "$?" 78 "D-15, issue 14: the runner cannot start (78: its owner slot is held)"
 like "$(cat "$E2E_DIR/second.log")" \
-     "holds owner slot 0 after [0-9]+ ms: pid [0-9]+ user \"$stranger\" application \"intruder\" client local socket since " \
+     "holds owner slot 0 after [0-9.]+ (ms|s|min): pid [0-9]+ user \"$stranger\" application \"intruder\" client local socket since " \
      "issue 11: its log names the holder: pid, user, application, client address"
 kill "$holder" 2>/dev/null
 wait "$holder" 2>/dev/null
