@@ -48,7 +48,7 @@ ok "make install DESTDIR PREFIX=/usr/local" make_logged install DESTDIR="$dest"
 bin=$dest/usr/local/bin/pepsi-runner
 conf=$dest/etc/pepsi/pepsi.conf
 is "$(mode_of "$bin")" "755 root:root" "the runner is installed 0755"
-is "$(readlink "$dest/usr/local/bin/pepsi-stage-pass")" pepsi-runner "pepsi-stage-pass links to it"
+is "$(readlink "$dest/usr/local/bin/pepsi-stage-pass")" pepsi-stage "pepsi-stage-pass links to pepsi-stage (issue 19: the built-in stages alone)"
 if root_user; then
     is "$(mode_of "$conf")" "640 root:pepsi" "the configuration is 0640 root:pepsi (the group exists here)"
 else
