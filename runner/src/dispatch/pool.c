@@ -19,7 +19,8 @@ extern char **environ;
 #define CLOSE_GRACE_MS 10000   /* a worker asked to stop gets this long before SIGKILL */
 #define EXIT_DRAIN_MS 2000     /* after exit, how long to wait for its stdout to end */
 #define HANDLES_PER_WORKER 5   /* process, stdin, stdout, stderr, runtime timer */
-#define RSS_CHECK_MS 100       /* a worker's memory is read at most this often (issue 19) */
+#define RSS_CHECK_MS 100       /* a worker's memory is read at most this often (issue 19), */
+#define RSS_CHECK_MESSAGES 16  /* and at least every this many messages handed to it */
 
 struct worker {
     struct worker *next;
@@ -38,6 +39,7 @@ struct worker {
     int handed;                    /* ids handed over the child's life (D-68) */
     int64_t rss_ready_kb;          /* resident memory when it said ready, -1 unknown (issue 19) */
     uint64_t rss_checked_ms;       /* when it was last read */
+    int rss_checked_handed;        /* handed when it was last read */
     bool ready;                    /* said "ready" */
     bool retiring;                 /* no new ids: recycle once drained */
     bool hung;                     /* killed for MAX_RUNTIME */
@@ -350,15 +352,20 @@ static int64_t worker_rss_kb(int pid)
 /* A built-in's worker without MAX_MESSAGES is recycled once its resident
  * memory grew MAX_RSS_GROWTH since ready, instead of after every
  * MAX_MESSAGES messages: D-68 bounds memory, and a new worker costs a
- * new PostgreSQL backend (issue 19). Read at most every RSS_CHECK_MS, at
- * its answers; a worker that grew takes no new ids and is replaced once
+ * new PostgreSQL backend (issue 19). Read at its answers, at most every
+ * RSS_CHECK_MS unless RSS_CHECK_MESSAGES were handed since the last read; a worker that grew takes no new ids and is replaced once
  * its pipeline has drained, as D-68 says. */
 static void worker_check_rss(struct worker *w, uint64_t now)
 {
     const struct stage *s = w->stage;
-    if (!s->rss_recycle || w->retiring || w->rss_ready_kb < 0 || now < w->rss_checked_ms + RSS_CHECK_MS)
+    if (!s->rss_recycle || w->retiring || w->rss_ready_kb < 0)
+        return;
+    /* Time alone would let a fast worker take any number of messages
+     * between two reads; the message count bounds that too. */
+    if (now < w->rss_checked_ms + RSS_CHECK_MS && w->handed - w->rss_checked_handed < RSS_CHECK_MESSAGES)
         return;
     w->rss_checked_ms = now;
+    w->rss_checked_handed = w->handed;
     int64_t rss = worker_rss_kb(w->pid);
     if (rss < 0 || rss - w->rss_ready_kb <= (int64_t)s->conf->max_rss_growth_mb * 1024)
         return;
@@ -455,6 +462,7 @@ static int worker_out_line(void *arg, const char *line, size_t len)
         if (w->stage->rss_recycle)
             w->rss_ready_kb = worker_rss_kb(w->pid);
         w->rss_checked_ms = now_ms();
+        w->rss_checked_handed = w->handed;
         log_debug(w->stage->name, "worker pid=%d is ready", w->pid);
         if (w->count > 0)
             worker_start_head(w);
