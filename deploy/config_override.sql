@@ -493,5 +493,8 @@ revoke all on function pepsi.config_overlay() from public;
 revoke all on function pepsi.telemetry_changed() from public;
 grant execute on function pepsi.config_overlay() to pepsi_runner, pepsi_worker, pepsi_reader;
 grant select on pepsi.config_override to pepsi_reader;
+-- The overlay is the operator's to edit (issue 15); every edit is validated.
+grant execute on function pepsi.config_set(text, text, text), pepsi.config_unset(text, text),
+    pepsi.config_remove_stage(text), pepsi.config_clear(text) to pepsi_operator;
 
 commit;

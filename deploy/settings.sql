@@ -151,5 +151,6 @@ revoke all on function pepsi.settings_for(jsonb, text, text[]) from public;
 grant execute on function pepsi.settings_for(jsonb, text, text[]) to pepsi_worker;
 grant execute on function pepsi.settings_list(text, text) to pepsi_reader, pepsi_worker;
 grant select on pepsi.settings to pepsi_reader;
+grant execute on function pepsi.settings_set(text, text, text, text), pepsi.settings_delete(text, text, text) to pepsi_operator;
 
 commit;

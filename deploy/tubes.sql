@@ -214,6 +214,6 @@ revoke all on function pepsi.tube_pause_current(timestamptz, boolean), pepsi.tub
     pepsi.tube_stats(text, timestamptz), pepsi.tube_pause(text, int, timestamptz) from public;
 grant select on pepsi.tubes to pepsi_reader, pepsi_runner;
 grant execute on function pepsi.tube_stats(text, timestamptz), pepsi.tube_locate(text) to pepsi_reader, pepsi_runner;
-grant execute on function pepsi.tube_pause(text, int, timestamptz) to pepsi_runner;
+grant execute on function pepsi.tube_pause(text, int, timestamptz) to pepsi_runner, pepsi_operator;
 
 commit;

@@ -321,6 +321,7 @@ $$;
 
 revoke all on function pepsi.webhook_backfill_inject(text, text, text, text, timestamptz) from public;
 revoke all on function pepsi.webhook_backfill_request(text, text, timestamptz) from public;
+grant execute on function pepsi.webhook_backfill_request(text, text, timestamptz) to pepsi_operator;
 revoke all on function pepsi.webhook_backfill_due(timestamptz, int) from public;
 revoke all on function pepsi.webhook_backfill_check_id(text, text, bytea) from public;
 revoke all on function pepsi.webhook_backfill_store(bigint, text, int, bytea, jsonb, timestamptz) from public;

@@ -92,6 +92,7 @@ $$;
 revoke all on table pepsi.webhook_tombstones from public;
 revoke all on function pepsi.webhook_tombstone_add(text, text, text, timestamptz) from public;
 revoke all on function pepsi.webhook_tombstone_remove(text, text) from public;
+grant execute on function pepsi.webhook_tombstone_add(text, text, text, timestamptz), pepsi.webhook_tombstone_remove(text, text) to pepsi_operator;
 grant select on pepsi.webhook_tombstones to pepsi_reader;
 
 commit;

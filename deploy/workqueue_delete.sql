@@ -103,6 +103,7 @@ $$;
 
 revoke all on table pepsi.workqueue_tombstones from public;
 revoke all on function pepsi.workqueue_delete(bigint[], text, timestamptz) from public;
+grant execute on function pepsi.workqueue_delete(bigint[], text, timestamptz) to pepsi_operator;
 -- Operators (the schema owner) delete; dashboards may read what was deleted.
 grant select on pepsi.workqueue_tombstones to pepsi_reader;
 

@@ -52,8 +52,9 @@ begin
 end
 $$;
 
--- For operators (the schema owner): the dispatcher never resumes, so
--- pepsi_runner has no grant (issue 11; README "Roles").
+-- For operators: the dispatcher never resumes, so pepsi_runner has no
+-- grant (issue 11; README "Roles"); pepsi_operator does (issue 15).
 revoke all on function pepsi.workqueue_resume(bigint[], text, text, text, pepsi.workqueue_status[]) from public;
+grant execute on function pepsi.workqueue_resume(bigint[], text, text, text, pepsi.workqueue_status[]) to pepsi_operator;
 
 commit;

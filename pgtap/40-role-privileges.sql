@@ -18,7 +18,7 @@
 -- Relations get SELECT or nothing: no duty role may write any of them.
 
 begin;
-select plan(35);
+select plan(43);
 
 -- The documented sets ------------------------------------------------------
 
@@ -48,7 +48,7 @@ insert into fn_doc values
     -- issue 14: tubes (stats-tube, pause-tube); the operator role comes in issue 15
     ('tube_stats',                    '{pepsi_runner,pepsi_reader}'),
     ('tube_locate',                   '{pepsi_runner,pepsi_reader}'),
-    ('tube_pause',                    '{pepsi_runner}'),
+    ('tube_pause',                    '{pepsi_runner,pepsi_operator}'),
     -- stage programs
     ('workqueue_advance',             '{pepsi_worker}'),
     ('workqueue_finish',              '{pepsi_worker}'),
@@ -80,12 +80,18 @@ insert into fn_doc values
     ('tube_hash',                     '{pepsi_reader}'),
     ('tube_partition',                '{pepsi_reader}'),
     -- owner only: operators' functions (run as the schema owner) ...
-    ('workqueue_resume', '{}'), ('workqueue_delete', '{}'), ('config_set', '{}'), ('config_unset', '{}'), ('config_remove_stage', '{}'),
-    ('config_clear', '{}'), ('telemetry_changed', '{}'), ('settings_set', '{}'), ('settings_delete', '{}'),
+    -- issue 15: people on call (pepsi_operator; also holds pepsi_reader's set)
+    ('workqueue_resume', '{pepsi_operator}'), ('workqueue_delete', '{pepsi_operator}'),
+    ('config_set', '{pepsi_operator}'), ('config_unset', '{pepsi_operator}'),
+    ('config_remove_stage', '{pepsi_operator}'), ('config_clear', '{pepsi_operator}'),
+    ('settings_set', '{pepsi_operator}'), ('settings_delete', '{pepsi_operator}'),
+    ('webhook_tombstone_add', '{pepsi_operator}'), ('webhook_tombstone_remove', '{pepsi_operator}'),
+    ('webhook_backfill_request', '{pepsi_operator}'),
+    -- owner only: operators' functions that need the schema owner
+    ('telemetry_changed', '{}'),
     ('webhook_provider_add', '{}'), ('webhook_provider_change', '{}'), ('webhook_provider_add_secret', '{}'),
     ('webhook_provider_retire_secret', '{}'), ('webhook_provider_disable', '{}'),
     ('webhook_provider_enable', '{}'), ('webhook_id_sequence_set', '{}'), ('webhook_id_sequence_rewind', '{}'),
-    ('webhook_tombstone_add', '{}'), ('webhook_tombstone_remove', '{}'), ('webhook_backfill_request', '{}'),
     ('reconcile_configure', '{}'), ('anomaly_check_set', '{}'), ('anomaly_evaluate', '{}'),
     ('topology_set', '{}'), ('partition_map_set', '{}'),
     -- ... and helpers that only pepsi's own security-definer functions call
@@ -182,8 +188,15 @@ insert into rel_doc values
     ('fair_lead',              '{}'),
     ('fair_stage',             '{}');
 
+-- pepsi_operator is a member of pepsi_reader (issue 15): it holds the
+-- reader's set as well as its own.
+update fn_doc set who = who || '{pepsi_operator}'::text[]
+ where 'pepsi_reader' = any (who) and not 'pepsi_operator' = any (who);
+update rel_doc set who = who || '{pepsi_operator}'::text[]
+ where 'pepsi_reader' = any (who) and not 'pepsi_operator' = any (who);
+
 create temp table duty (role text primary key) on commit drop;
-insert into duty values ('pepsi_runner'), ('pepsi_worker'), ('pepsi_ingress'), ('pepsi_reader');
+insert into duty values ('pepsi_runner'), ('pepsi_worker'), ('pepsi_ingress'), ('pepsi_reader'), ('pepsi_operator');
 
 -- What the catalogue holds: functions by name with their signatures, and
 -- relations (sequences apart: they belong to identity columns).
@@ -234,6 +247,8 @@ select is((select array_agg(signature order by signature) from fn_extra where ro
           'issue 11: pepsi_ingress can execute no function outside its documented set');
 select is((select array_agg(signature order by signature) from fn_extra where role = 'pepsi_reader'), null,
           'issue 11: pepsi_reader can execute no function outside its documented set');
+select is((select array_agg(signature order by signature) from fn_extra where role = 'pepsi_operator'), null,
+          'issue 15: pepsi_operator can execute no function outside its documented set');
 select is((select array_agg(signature order by signature) from fn_missing where role = 'pepsi_runner'), null,
           'issue 11: pepsi_runner can execute every function of its documented set');
 select is((select array_agg(signature order by signature) from fn_missing where role = 'pepsi_worker'), null,
@@ -242,6 +257,8 @@ select is((select array_agg(signature order by signature) from fn_missing where 
           'issue 11: pepsi_ingress can execute every function of its documented set');
 select is((select array_agg(signature order by signature) from fn_missing where role = 'pepsi_reader'), null,
           'issue 11: pepsi_reader can execute every function of its documented set');
+select is((select array_agg(signature order by signature) from fn_missing where role = 'pepsi_operator'), null,
+          'issue 15: pepsi_operator can execute every function of its documented set');
 
 -- Catalogue: relations, both ways, per role --------------------------------------
 
@@ -269,6 +286,10 @@ select is((select array_agg(what order by what) from rel_missing where role = 'p
           'issue 11: pepsi_worker can select every relation of its documented set');
 select is((select array_agg(what order by what) from rel_missing where role = 'pepsi_reader'), null,
           'issue 11: pepsi_reader can select every relation of its documented set');
+select is((select array_agg(what order by what) from rel_extra where role = 'pepsi_operator'), null,
+          'issue 15: pepsi_operator has no privilege on a relation outside its documented set, and writes none');
+select is((select array_agg(what order by what) from rel_missing where role = 'pepsi_operator'), null,
+          'issue 15: pepsi_operator can select every relation of its documented set');
 
 select is((select array_agg(c.relname || ' ' || r.role || ' ' || p.priv order by 1)
              from pg_class c cross join (select role from duty union all select 'public') r
@@ -301,7 +322,7 @@ select is((select array_agg(role order by role) from duty where has_schema_privi
 -- relation it is refused, and each attempt must fail with 42501.
 
 create temp table refused_tried (role text, what text, sqlstate text) on commit drop;
-grant insert on refused_tried to pepsi_runner, pepsi_worker, pepsi_ingress, pepsi_reader;
+grant insert on refused_tried to pepsi_runner, pepsi_worker, pepsi_ingress, pepsi_reader, pepsi_operator;
 
 create function pg_temp.try_refused(p_role text)
 returns void
@@ -361,6 +382,9 @@ select is((select array_agg(what || ': ' || sqlstate order by what) from refused
 select is((select array_agg(what || ': ' || sqlstate order by what) from refused_tried
             where role = 'pepsi_reader' and sqlstate <> '42501'), null,
           'issue 11: as pepsi_reader, every refused function call and relation read fails with 42501');
+select is((select array_agg(what || ': ' || sqlstate order by what) from refused_tried
+            where role = 'pepsi_operator' and sqlstate <> '42501'), null,
+          'issue 15: as pepsi_operator, every refused function call and relation read fails with 42501');
 
 -- One refusal per role, by hand ------------------------------------------------------
 
@@ -381,6 +405,14 @@ reset role;
 set local role pepsi_reader;
 select throws_ok($$select pepsi.workqueue_resume(p_stage => 'a')$$, '42501', null,
                  'issue 11: pepsi_reader cannot resume messages (workqueue_resume: 42501)');
+reset role;
+set local role pepsi_operator;
+select throws_ok($$select * from pepsi.workqueue_claim('{a}', '{1}')$$, '42501', null,
+                 'issue 15: pepsi_operator cannot claim (workqueue_claim: 42501)');
+select throws_ok($$select pepsi.webhook_provider_add(null, null, null)$$, '42501', null,
+                 'issue 15: pepsi_operator cannot add a webhook provider, whose secrets stay the owner''s (42501)');
+select lives_ok($$select pepsi.workqueue_resume(p_stage => 'nosuch')$$,
+                'issue 15: pepsi_operator can resume messages (workqueue_resume)');
 reset role;
 
 select * from finish();

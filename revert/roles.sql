@@ -1,6 +1,8 @@
 -- Revert pepsi:roles from pg
 -- Drop the roles only where no other database of the cluster still grants
 -- them something (pg_shdepend): another pepsi database keeps them alive.
+-- pepsi_operator goes first: its membership of pepsi_reader would keep
+-- pepsi_reader alive.
 
 begin;
 
@@ -8,7 +10,7 @@ do $$
 declare
     v_role text;
 begin
-    foreach v_role in array array['pepsi_runner', 'pepsi_worker', 'pepsi_ingress', 'pepsi_reader'] loop
+    foreach v_role in array array['pepsi_operator', 'pepsi_runner', 'pepsi_worker', 'pepsi_ingress', 'pepsi_reader'] loop
         if not exists (select 1 from pg_catalog.pg_shdepend d
                         join pg_catalog.pg_roles r on r.oid = d.refobjid
                        where r.rolname = v_role)
