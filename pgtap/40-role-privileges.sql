@@ -171,6 +171,8 @@ insert into rel_doc values
     ('topology',               '{pepsi_reader}'),
     ('partition_map',          '{pepsi_reader}'),
     ('tubes',                  '{pepsi_reader,pepsi_runner}'),
+    -- issue 15: a message's envelope and state, never its body
+    ('messages',               '{pepsi_reader}'),
     -- owner only: a tube's pause while in force (read through tubes, tube_stats)
     ('tube_pause',             '{}'),
     ('anomaly_event_mv',       '{pepsi_reader}'),

@@ -1,0 +1,7 @@
+-- Revert pepsi:messages_view from pg
+
+begin;
+
+drop view pepsi.messages;
+
+commit;
