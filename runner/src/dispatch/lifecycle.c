@@ -8,6 +8,7 @@
 #include "lib/overlay.h"
 #include "lib/pgarray.h"
 #include "lib/pgerr.h"
+#include "lib/rights.h"
 #include "lib/schema.h"
 #include "lib/topology.h"
 #include "lib/util.h"
@@ -384,6 +385,13 @@ PGconn *startup_connect(struct runner *r, int *code)
     *code = 1;
     if (c == NULL)
         return NULL;
+    /* A login without pepsi_runner's rights refuses at once (issue 15). */
+    int rights = rights_check(c, &rights_runner, COMPONENT);
+    if (rights != 0) {
+        *code = rights;
+        PQfinish(c);
+        return NULL;
+    }
     enum schema_verdict v = schema_verify(c, COMPONENT);
     if (v != SCHEMA_CURRENT) {
         *code = v == SCHEMA_ERROR ? 1 : 78;

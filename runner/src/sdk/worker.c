@@ -13,6 +13,7 @@
 #include "lib/overlay.h"
 #include "lib/pgerr.h"
 #include "lib/proto.h"
+#include "lib/rights.h"
 #include "lib/schema.h"
 #include "lib/util.h"
 
@@ -242,6 +243,11 @@ static int start_worker(struct pepsi_worker *w, const char *config_path)
     w->core->conninfo = xstrdup(ci ? ci : w->core->conf.conninfo);
     if (sdk_connect(w, &overload) != 0)
         return overload ? EXIT_TEMPFAIL : 1;
+    /* A login without pepsi_worker's rights refuses here (issue 15), not
+     * at every message as a host error. */
+    code = rights_check(w->core->conn, &rights_worker, w->stage);
+    if (code != 0)
+        return code;
     if (!schema_verified_above(w) && schema_verify(w->core->conn, w->stage) != SCHEMA_CURRENT)
         return EXIT_CONFIG; /* D-91: refuse, the stage waits for the fix */
     code = load_overlay(w, path);
