@@ -246,22 +246,42 @@ as $$
 -- the others: lost_after, stale_after, running_margin,
 -- default_max_runtime, paused_grace, retention (intervals as text, e.g.
 -- "10 minutes"), default_queue_limit, digest_batch, batch_limit
--- (integers). Takes effect at the next pass.
+-- (integers). Takes effect at the next pass. history_retention (issue
+-- 16): how long pepsi.workqueue_history keeps a day, "0" (history off:
+-- nothing written from now on, every day dropped at the next pass) or 1
+-- to 366 days; kept in workqueue_history_settings.
 -- Raises PX003 (not an object, unknown key, a value of the wrong type or
--- out of range). Tables: reconcile_settings (update).
+-- out of range), PX051 (history_retention not an interval, or neither 0
+-- nor 1 to 366 days). Tables: reconcile_settings,
+-- workqueue_history_settings (update).
 declare
     v_row pepsi.reconcile_settings;
     v_bad text;
+    v_history interval;
 begin
     if p_changes is null or jsonb_typeof(p_changes) <> 'object' then
         raise exception 'changes must be a JSON object' using errcode = 'PX003';
     end if;
     select k into v_bad from jsonb_object_keys(p_changes) k
      where k not in ('lost_after', 'stale_after', 'running_margin', 'default_max_runtime', 'default_queue_limit',
-                     'paused_grace', 'digest_batch', 'batch_limit', 'retention')
+                     'paused_grace', 'digest_batch', 'batch_limit', 'retention', 'history_retention')
      limit 1;
     if found then
         raise exception 'unknown reconcile setting "%"', v_bad using errcode = 'PX003';
+    end if;
+    if p_changes ? 'history_retention' then
+        begin
+            v_history := (p_changes->>'history_retention')::interval;
+        exception when others then
+            v_history := null;
+        end;
+        if v_history is null or jsonb_typeof(p_changes->'history_retention') <> 'string'
+           or not (v_history = interval '0' or v_history between interval '1 day' and interval '366 days') then
+            raise exception 'history_retention must be "0" (off) or 1 to 366 days, not %', p_changes->'history_retention'
+                using errcode = 'PX051';
+        end if;
+        update pepsi.workqueue_history_settings s set retention = v_history, updated_at = now();
+        p_changes := p_changes - 'history_retention';
     end if;
     select * into v_row from pepsi.reconcile_settings for update;
     begin
@@ -644,13 +664,17 @@ security definer
 set search_path = pg_catalog, pepsi, pg_temp
 as $$
 -- Forgets what is older than the retention: resolved findings, resolved
--- gaps, and runs left without findings. Tables: reconcile_findings,
--- webhook_gaps, reconcile_runs (delete).
+-- gaps, and runs left without findings; and keeps the message history's
+-- partitions (pepsi.workqueue_history_maintain, issue 16: today's and
+-- tomorrow's made, days past history_retention dropped). Tables:
+-- reconcile_findings, webhook_gaps, reconcile_runs (delete);
+-- workqueue_history (partitions).
     delete from pepsi.reconcile_findings f where f.resolved_at < p_now - p_s.retention;
     delete from pepsi.webhook_gaps g where g.resolved_at < p_now - p_s.retention;
     delete from pepsi.reconcile_runs r
      where r.started_at < p_now - p_s.retention
        and not exists (select 1 from pepsi.reconcile_findings f where f.run_id = r.run_id);
+    select pepsi.workqueue_history_maintain(p_now);
 $$;
 
 create function pepsi.reconcile_stamp()

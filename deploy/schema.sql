@@ -40,6 +40,10 @@
 --          config_unset, config_remove_stage) the runner would refuse: an
 --          unknown or typo'd key, a value of the wrong type or range, a
 --          stage without PROGRAM, a stage reference to no stage (issue 15)
+--   PX050  purge refused: the age is under the 1-hour floor or over 100
+--          years (workqueue_purge, issue 16)
+--   PX051  invalid history retention: not "0" (off) nor 1 to 366 days
+--          (reconcile_configure history_retention, issue 16)
 
 begin;
 

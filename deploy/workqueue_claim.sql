@@ -1,6 +1,7 @@
 -- Deploy pepsi:workqueue_claim to pg
 -- requires: workqueue
 -- requires: tubes
+-- requires: stage_pause
 
 begin;
 
@@ -57,8 +58,10 @@ as $$
 -- row's id behind "v_paused is null", so that with no tube paused the
 -- scan stays index-only and pays nothing; while one is, each row scanned
 -- costs a primary-key probe (the scan steps over the paused tube's rows).
+-- A paused stage (pepsi.workqueue_pause_stage, issue 16) is claimed
+-- as if its cap were 0.
 -- Tables: workqueue (update); tube_pause (read; delete with
--- p_release_paused).
+-- p_release_paused); stage_pause (read).
 #variable_conflict use_column
 declare
     v_paused text[]; -- tubes paused at p_now (issue 14), NULL when none
@@ -85,6 +88,11 @@ begin
         raise exception 'a stage is listed twice' using errcode = 'PX003';
     end if;
 
+    -- A paused stage (pepsi.stage_pause, issue 16) is not claimed: its cap
+    -- becomes 0. With no stage paused this is one probe of an empty table.
+    if exists (select 1 from pepsi.stage_pause) then
+        p_caps := pepsi.stage_pause_caps(p_stages, p_caps);
+    end if;
     if p_release_paused then
         perform pepsi.workqueue_release_due(p_now, p_owner_slot);
     end if;

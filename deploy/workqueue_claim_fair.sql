@@ -253,8 +253,10 @@ as $$
 -- below is an index range of that slot (the indexes lead with stage and
 -- owner_slot), so a slot never claims, nor reads, another slot's rows,
 -- and its cost does not grow with the partitions it owns.
+-- A paused stage (pepsi.workqueue_pause_stage, issue 16) is claimed as if
+-- its cap were 0: not scanned, its window and credit returned unchanged.
 -- Tables: workqueue (update), fair_lead and fair_stage (read, written
--- with a claim id).
+-- with a claim id), stage_pause (read).
 #variable_conflict use_column
 declare
     v_n int := cardinality(p_stages);
@@ -314,6 +316,11 @@ begin
         raise exception 'a stage is listed twice' using errcode = 'PX003';
     end if;
 
+    -- A paused stage (pepsi.stage_pause, issue 16) is not claimed: its cap
+    -- becomes 0. With no stage paused this is one probe of an empty table.
+    if exists (select 1 from pepsi.stage_pause) then
+        p_caps := pepsi.stage_pause_caps(p_stages, p_caps);
+    end if;
     if p_release_paused then
         perform pepsi.workqueue_release_due(p_now, p_owner_slot);
     end if;

@@ -1,5 +1,6 @@
 -- Deploy pepsi:workqueue_delete to pg
 -- requires: workqueue
+-- requires: workqueue_history
 --
 -- Deleting messages on purpose (issue 12, W-21). A message deleted by a
 -- plain DELETE cannot be told from one lost by a bug, a restore or a
@@ -55,7 +56,9 @@ as $$
 -- Raises PX003 (no ids, more than 10000, a NULL id, no reason or one
 -- over 1000 bytes, a NULL p_now), PX004 (an unknown id), PX005 (a
 -- running message). Tables: workqueue (delete), workqueue_tombstones
--- (insert).
+-- (insert), workqueue_history (insert: outcome 'deleted', issue 16).
+-- It is also the operators' cancel (issue 16): there is no second
+-- function for it.
 declare
     v_found int;
     v_bad bigint;
@@ -90,11 +93,21 @@ begin
     with gone as (
         delete from pepsi.workqueue w
          where w.workqueue_id = any (p_ids)
-        returning w.workqueue_id, w.stage, w.status::text as status, w.tube, w.webhook_event_id
+        returning w.*
+    ), hist as (
+        -- issue 16: the history row, in the statement that deletes
+        insert into pepsi.workqueue_history (workqueue_id, tube, stage, outcome, sender_key, origin_user,
+                                             arrived_at, ended_at, hops, strikes, failure_class, last_error)
+        select g.workqueue_id, g.tube, g.stage, 'deleted', g.sender_key, g.origin_user, g.arrived_at, p_now,
+               pepsi.state_count(g.state->'hops'), pepsi.state_count(g.state->'strikes'),
+               g.state->>'failure_class',
+               case when g.state ? 'last_error' then pepsi.reason_clip(g.state->>'last_error') end
+          from gone g
+         where pepsi.workqueue_history_on()
     )
     insert into pepsi.workqueue_tombstones (workqueue_id, stage, status, tube, webhook_event_id, reason,
                                             deleted_by, deleted_at)
-    select g.workqueue_id, g.stage, g.status, g.tube, g.webhook_event_id, p_reason, session_user, p_now
+    select g.workqueue_id, g.stage, g.status::text, g.tube, g.webhook_event_id, p_reason, session_user, p_now
       from gone g;
     get diagnostics v_n = row_count;
     return v_n;

@@ -1,5 +1,6 @@
 -- Deploy pepsi:workqueue_results to pg
 -- requires: workqueue
+-- requires: workqueue_history
 --
 -- What a stage does with the message it ran: one call, one round trip,
 -- one statement each (D-74..D-76). Each refuses a row that is not running
@@ -284,7 +285,9 @@ as $$
 --                failed as a 'loop' instead)
 --   move         to next, still running, through the same hop rule (the
 --                chain of a fused stage that pauses or fails, D-115)
---   finish       the row is deleted (D-75)
+--   finish       the row is deleted (D-75); the same statement writes
+--                its pepsi.workqueue_history row (outcome 'finished',
+--                issue 16) unless the history is off
 --   pause        paused until "until", state.pause_reason (D-92)
 --   fail         failed with last_error = reason, failed_stage and
 --                failure_class = class (default permanent; D-111)
@@ -317,7 +320,7 @@ as $$
 -- another "do", state not an object or over input_limit('state'), an id
 -- twice, p_max_hops out of range, p_now NULL), PX007 (unknown failure
 -- class). Not granted to anyone: only the wrappers call it.
--- Tables: workqueue (update, delete).
+-- Tables: workqueue (update, delete), workqueue_history (insert).
 #variable_conflict use_column
 declare
     v record;
@@ -325,6 +328,7 @@ declare
     v_finishes bigint[];
     v_op pepsi.transition;
     v_status pepsi.workqueue_status;
+    v_done boolean;
 begin
     if p_now is null then
         raise exception 'p_now must not be NULL' using errcode = 'PX003';
@@ -346,9 +350,24 @@ begin
         -- Only a well-formed op takes it; the general path below raises
         -- for any other.
         if v_op."do" = 'finish' then
-            delete from pepsi.workqueue w
-             where w.workqueue_id = v_op.id and w.status = 'running' and w.stage = v_op.stage
-               and (v_op.claim_id is null or w.claim_id = v_op.claim_id);
+            -- the row leaves the queue and its history row is written by
+            -- the same statement (issue 16: pepsi.workqueue_history)
+            with d as (
+                delete from pepsi.workqueue w
+                 where w.workqueue_id = v_op.id and w.status = 'running' and w.stage = v_op.stage
+                   and (v_op.claim_id is null or w.claim_id = v_op.claim_id)
+                returning w.*
+            ), h as (
+                insert into pepsi.workqueue_history (workqueue_id, tube, stage, outcome, sender_key, origin_user,
+                                                     arrived_at, ended_at, hops, strikes, failure_class, last_error)
+                select d.workqueue_id, d.tube, d.stage, 'finished', d.sender_key, d.origin_user, d.arrived_at, p_now,
+                       pepsi.state_count(d.state->'hops'), pepsi.state_count(d.state->'strikes'),
+                       d.state->>'failure_class',
+                       case when d.state ? 'last_error' then pepsi.reason_clip(d.state->>'last_error') end
+                  from d
+                 where pepsi.workqueue_history_on()
+            )
+            select count(*) > 0 into v_done from d;
         elsif v_op."do" in ('pause', 'fail') then
             if v_op."do" = 'fail' then
                 perform pepsi.failure_class_check(coalesce(v_op.class, 'permanent'));
@@ -363,6 +382,7 @@ begin
              where w.workqueue_id = v_op.id and w.status = 'running' and w.stage = v_op.stage
                and (v_op.claim_id is null or w.claim_id = v_op.claim_id)
             returning w.status into v_status;
+            v_done := found;
         else
             perform pepsi.stage_check(v_op.next), pepsi.workqueue_hop_check(v_op.via, p_max_hops);
             update pepsi.workqueue w
@@ -373,10 +393,11 @@ begin
              where w.workqueue_id = v_op.id and w.status = 'running' and w.stage = v_op.stage
                and (v_op.claim_id is null or w.claim_id = v_op.claim_id)
             returning w.status into v_status;
+            v_done := found;
         end if;
         -- the result row through the OUT columns: no query of its own
         workqueue_id := v_op.id;
-        if found then
+        if v_done then
             outcome := case when v_op."do" = 'advance' and v_status = 'failed' then 'loop' else 'ok' end;
             status := v_status;
         else
@@ -452,7 +473,17 @@ begin
              where w.workqueue_id = any(v_finishes) and w.workqueue_id = o.id
                and w.status = 'running' and w.stage = o.stage and o."do" = 'finish'
                and (o.claim_id is null or w.claim_id = o.claim_id)
-            returning w.workqueue_id
+            returning w.*
+        ), hist as (
+            -- issue 16: the history row, in the statement that deletes
+            insert into pepsi.workqueue_history (workqueue_id, tube, stage, outcome, sender_key, origin_user,
+                                                 arrived_at, ended_at, hops, strikes, failure_class, last_error)
+            select d.workqueue_id, d.tube, d.stage, 'finished', d.sender_key, d.origin_user, d.arrived_at, p_now,
+                   pepsi.state_count(d.state->'hops'), pepsi.state_count(d.state->'strikes'),
+                   d.state->>'failure_class',
+                   case when d.state ? 'last_error' then pepsi.reason_clip(d.state->>'last_error') end
+              from del d
+             where pepsi.workqueue_history_on()
         ), done as (
             select u.workqueue_id, u.status, u.looped from upd u
             union all
@@ -555,7 +586,17 @@ begin
          where w.workqueue_id = any(v_finishes) and w.workqueue_id = o.id
            and w.status = 'running' and w.stage = o.stage and o."do" = 'finish'
            and (o.claim_id is null or w.claim_id = o.claim_id)
-        returning w.workqueue_id
+        returning w.*
+    ), hist as (
+        -- issue 16: the history row, in the statement that deletes
+        insert into pepsi.workqueue_history (workqueue_id, tube, stage, outcome, sender_key, origin_user,
+                                             arrived_at, ended_at, hops, strikes, failure_class, last_error)
+        select d.workqueue_id, d.tube, d.stage, 'finished', d.sender_key, d.origin_user, d.arrived_at, p_now,
+               pepsi.state_count(d.state->'hops'), pepsi.state_count(d.state->'strikes'),
+               d.state->>'failure_class',
+               case when d.state ? 'last_error' then pepsi.reason_clip(d.state->>'last_error') end
+          from del d
+         where pepsi.workqueue_history_on()
     ), done as (
         select u.workqueue_id, u.status, u.looped from upd u
         union all
@@ -620,7 +661,8 @@ security definer
 set search_path = pg_catalog, pepsi, pg_temp
 as $$
 -- The message is done: its row is deleted (D-75), and with its last
--- sibling its body (trigger workqueue_body_release).
+-- sibling its body (trigger workqueue_body_release); its row of
+-- pepsi.workqueue_history is written by the same statement (issue 16).
 -- Raises PX004/PX005 (see workqueue_refuse). Tables: workqueue (delete).
 -- A thin wrapper over workqueue_transition ("do" finish, issue 13).
 begin

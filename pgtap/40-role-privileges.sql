@@ -87,6 +87,10 @@ insert into fn_doc values
     ('settings_set', '{pepsi_operator}'), ('settings_delete', '{pepsi_operator}'),
     ('webhook_tombstone_add', '{pepsi_operator}'), ('webhook_tombstone_remove', '{pepsi_operator}'),
     ('webhook_backfill_request', '{pepsi_operator}'),
+    -- issue 16: operator actions on stages and messages, and a message's history
+    ('workqueue_pause_stage', '{pepsi_operator}'), ('workqueue_resume_stage', '{pepsi_operator}'),
+    ('workqueue_retry', '{pepsi_operator}'), ('workqueue_reroute', '{pepsi_operator}'),
+    ('workqueue_purge', '{pepsi_operator}'), ('message_history', '{pepsi_reader}'),
     -- owner only: operators' functions that need the schema owner
     ('telemetry_changed', '{}'),
     ('webhook_provider_add', '{}'), ('webhook_provider_change', '{}'), ('webhook_provider_add_secret', '{}'),
@@ -130,7 +134,10 @@ insert into fn_doc values
     ('tube_pause_current', '{}'),
     -- issue 15: overlay validation, called only by config_set and its siblings
     ('conf_duration_ms', '{}'), ('conf_edit_distance', '{}'), ('conf_key_typo', '{}'),
-    ('config_value_check', '{}'), ('config_graph', '{}'), ('config_graph_check', '{}');
+    ('config_value_check', '{}'), ('config_graph', '{}'), ('config_graph_check', '{}'),
+    -- issue 16: the claims' paused stages, the history's switch and upkeep, id checks (owner only)
+    ('stage_pause_caps', '{}'), ('workqueue_history_on', '{}'), ('workqueue_history_maintain', '{}'),
+    ('workqueue_ids_check', '{}');
 
 -- Functions known to lack their revoke, left out of the per-role
 -- comparisons while a fix is under way: none today.
@@ -173,6 +180,10 @@ insert into rel_doc values
     ('tubes',                  '{pepsi_reader,pepsi_runner}'),
     -- issue 15: a message's envelope and state, never its body
     ('messages',               '{pepsi_reader}'),
+    -- issue 16: paused stages, the history of messages that left the queue and its retention
+    ('stage_pause',                '{pepsi_reader}'),
+    ('workqueue_history',          '{pepsi_reader}'),
+    ('workqueue_history_settings', '{pepsi_reader}'),
     -- owner only: a tube's pause while in force (read through tubes, tube_stats)
     ('tube_pause',             '{}'),
     ('anomaly_event_mv',       '{pepsi_reader}'),
@@ -210,10 +221,13 @@ select p.oid, p.proname::text as name, p.oid::regprocedure::text as signature,
   from pg_proc p
  where p.pronamespace = 'pepsi'::regnamespace;
 
+-- A partition (workqueue_history's days and default, issue 16) is read
+-- through its parent, carries no grant of its own and is left out.
 create temp view rel_cat as
 select c.oid, c.relname::text as name, c.relkind
   from pg_class c
- where c.relnamespace = 'pepsi'::regnamespace and c.relkind in ('r', 'p', 'v', 'm', 'f');
+ where c.relnamespace = 'pepsi'::regnamespace and c.relkind in ('r', 'p', 'v', 'm', 'f')
+   and not c.relispartition;
 
 -- Every object is decided ------------------------------------------------------
 
