@@ -123,6 +123,11 @@ const char *status_state_name(int state)
     return state == STATUS_CRITICAL ? "critical" : state == STATUS_WARNING ? "warning" : "ok";
 }
 
+/* The same rows for --json, typed, each column named. */
+#define CHECKS_JSON_SQL                                                                                 \
+    "select check_name, state, severity, family, value, unit, expected, subject, since, evaluated_at,"  \
+    " detail, description from pepsi.anomaly_dashboard"
+
 /* The queue's counts per stage and status, summed over tubes. */
 #define QUEUE_SQL                                                                                       \
     "select stage, coalesce(sum(messages) filter (where status = 'pending'), 0)::bigint as pending,"   \
@@ -155,12 +160,12 @@ static PGresult *read_one(PGconn *c, const char *sql, const char *what)
 }
 
 /* 0 when everything was read, -1 (logged) otherwise. */
-static int read_all(PGconn *c, struct reading *rd)
+static int read_all(PGconn *c, bool json, struct reading *rd)
 {
     if (conn_exec(c, "set timezone = 'UTC'", COMPONENT) != 0)
         return -1;
-    rd->checks = read_one(c, DASHBOARD_SQL, "pepsi.anomaly_dashboard");
-    if (rd->checks == NULL || PQnfields(rd->checks) != N_COLS + 1)
+    rd->checks = read_one(c, json ? CHECKS_JSON_SQL : DASHBOARD_SQL, "pepsi.anomaly_dashboard");
+    if (rd->checks == NULL || (!json && PQnfields(rd->checks) != N_COLS + 1))
         return -1;
     rd->queue = read_one(c, QUEUE_SQL, "pepsi.queue_overview");
     if (rd->queue == NULL)
@@ -237,7 +242,7 @@ int status_print(const struct conf *conf, bool json, FILE *out)
         return STATUS_UNKNOWN; /* conn_open said why */
     struct reading rd = {NULL, NULL, NULL, NULL};
     int code = STATUS_UNKNOWN;
-    if (read_all(c, &rd) == 0) {
+    if (read_all(c, json, &rd) == 0) {
         code = status_state(rd.checks);
         int w;
         if (json) {
