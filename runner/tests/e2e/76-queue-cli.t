@@ -9,7 +9,7 @@
 # connection, nothing readable). Usage errors exit 64, a refusal 1 with
 # its SQLSTATE, no connection 69 (queue).
 . "$(dirname "$0")/lib.sh"
-plan 53
+plan 55
 
 out=$E2E_DIR/out
 conf=$E2E_DIR/pepsi.conf
@@ -107,6 +107,9 @@ sleep 2
 is "$(sql "select status from pepsi.workqueue where workqueue_id = $m4")" pending "a paused tube's message waits"
 ok "status --json names the paused tube" status_json "$readconf"
 is "$(jget "[t['tube'] for t in d['paused']['tubes']]")" "['default']" "issue 16: paused.tubes"
+run_runner "$out" -c "$opconf" queue pause --tube nosuchtube --for 1h
+is "$?" 1 "a tube that does not exist is refused: exit 1"
+like "$(cat "$out")" 'pause refused: PX043 tube "nosuchtube" not found' "issue 16: with its PX code and message"
 run_runner "$out" -c "$opconf" queue resume --tube default
 is "$(cat "$out")" "tube default resumed" "issue 16: queue resume --tube T"
 ok "the message finishes once the tube is resumed" \
