@@ -3,13 +3,15 @@
  *   pepsi-runner [GLOBAL-OPTIONS] serve            the dispatcher
  *   pepsi-runner [GLOBAL-OPTIONS] ingress          the webhook endpoint
  *   pepsi-runner [GLOBAL-OPTIONS] maintain         reconciliation and anomaly runs alone
- *   pepsi-runner [GLOBAL-OPTIONS] status           the anomaly dashboard
+ *   pepsi-runner [GLOBAL-OPTIONS] status [--json]  the anomaly dashboard and queue counts
+ *   pepsi-runner [GLOBAL-OPTIONS] queue ...        operator actions on messages (issue 16)
  *   pepsi-runner [GLOBAL-OPTIONS] settings ...     per-address settings
  *   pepsi-runner [GLOBAL-OPTIONS] stage NAME worker a built-in stage's worker
  *   pepsi-stage-NAME [GLOBAL-OPTIONS] worker       the same, through a link
  *
  * Global options come before the subcommand; a flag after it is rejected
- * (exit 64). */
+ * (exit 64), except the options of status and queue (--json, --stage ...),
+ * which those commands parse and which are never global options. */
 #include "lib/conf.h"
 #include "dispatch/dispatch.h"
 #include "ingress/ingress.h"
@@ -20,6 +22,7 @@
 #include "lib/service.h"
 #include "cli/status.h"
 #include "cli/settings_cmd.h"
+#include "cli/queue_cmd.h"
 #include "cli/conf_keys_cmd.h"
 #include "stages/stages.h"
 #include "lib/util.h"
@@ -46,7 +49,8 @@ static void usage(FILE *out, const char *prog)
             "usage: %s [GLOBAL-OPTIONS] serve\n"
             "       %s [GLOBAL-OPTIONS] ingress\n"
             "       %s [GLOBAL-OPTIONS] maintain\n"
-            "       %s [GLOBAL-OPTIONS] status\n"
+            "       %s [GLOBAL-OPTIONS] status [--json]\n"
+            "       %s [GLOBAL-OPTIONS] queue list|show|retry|delete|move|pause|resume|purge ...\n"
             "       %s [GLOBAL-OPTIONS] settings list|set|delete|owners|own|disown ...\n"
             "       %s [GLOBAL-OPTIONS] stage NAME worker\n"
             "       %s conf-keys sql|readme|man\n"
@@ -62,7 +66,13 @@ static void usage(FILE *out, const char *prog)
             "  serve               run the dispatcher until SIGINT or SIGTERM (SIGHUP: reload)\n"
             "  ingress             run the webhook endpoint until SIGINT or SIGTERM (SIGHUP: reload)\n"
             "  maintain            run reconciliation and anomaly checks alone until SIGINT or SIGTERM\n"
-            "  status              print the anomaly checks (pepsi.anomaly_dashboard) and exit\n"
+            "  status [--json]     print the anomaly checks and the queue's counts per stage and exit\n"
+            "                      0 ok, 1 a warning check firing, 2 a critical one, 3 unknown\n"
+            "  queue list [--stage S] [--status ST] [--tube T] [--limit N] [--json] | show ID [--json]\n"
+            "  queue retry ID... | delete ID... --reason TEXT | move ID... --to STAGE\n"
+            "  queue pause STAGE [--reason TEXT] | resume STAGE | pause --tube T --for DURATION\n"
+            "  queue resume --tube T | purge --older-than DURATION\n"
+            "                      operator actions on messages, stages and tubes\n"
             "  settings list [ADDRESS] | set ADDRESS STAGE OPTION VALUE | delete ADDRESS [STAGE [OPTION]]\n"
             "                      per-address overrides of [stage-*] options\n"
             "  settings owners [LOGIN] | own LOGIN ADDRESS | disown LOGIN [ADDRESS]\n"
@@ -71,7 +81,7 @@ static void usage(FILE *out, const char *prog)
             "  conf-keys sql|readme|man\n"
             "                      print the configuration keys as SQL (deploy/config_keys.sql), as\n"
             "                      the README's table, or as pepsi.conf(5)'s (man/pepsi.conf.5)\n",
-            prog, prog, prog, prog, prog, prog, prog, stages_builtin_names());
+            prog, prog, prog, prog, prog, prog, prog, prog, stages_builtin_names());
 }
 
 /* Parses the global options; returns the index of the subcommand, or -1
@@ -137,7 +147,7 @@ static char *self_dir(void)
     return xstrdup(dirname(buf));
 }
 
-enum daemon { DAEMON_SERVE, DAEMON_INGRESS, DAEMON_STATUS, DAEMON_MAINTAIN };
+enum daemon { DAEMON_SERVE, DAEMON_INGRESS, DAEMON_MAINTAIN };
 
 /* The dispatcher, with the workers' connection string and passfile made
  * before it starts and removed after it stops, whatever its exit. */
@@ -175,23 +185,19 @@ static int run_daemon(const struct options *o, enum daemon which)
         /* D-10: a malformed configuration file; 78 for one that holds a
          * secret and is open to other users (issue 11). */
         int code = rc == CONF_INSECURE ? EXIT_CONFIG : 1;
-        if (which != DAEMON_STATUS)
-            service_refused("config", code);
+        service_refused("config", code);
         return code;
     }
     int code;
     if (which == DAEMON_INGRESS)
         code = ingress_serve(&conf, path);
-    else if (which == DAEMON_STATUS)
-        code = status_print(&conf, stdout);
     else if (which == DAEMON_MAINTAIN)
         code = maintain_command(&conf, path);
     else
         code = serve(&conf, path);
     conf_free(&conf);
-    if (which != DAEMON_STATUS)
-        service_refused(which == DAEMON_INGRESS ? "ingress" : which == DAEMON_MAINTAIN ? "maintain" : "dispatch",
-                        code); /* a restart backoff systemd 252 lacks (issue 15) */
+    service_refused(which == DAEMON_INGRESS ? "ingress" : which == DAEMON_MAINTAIN ? "maintain" : "dispatch",
+                    code); /* a restart backoff systemd 252 lacks (issue 15) */
     return code;
 }
 
@@ -218,7 +224,9 @@ int main(int argc, char **argv)
         return EXIT_USAGE;
     }
     log_init(o.level, o.verbose);
-    if (reject_late_flags(argc, argv, at) != 0)
+    /* status and queue parse their own options (issue 16). */
+    bool own_options = at < argc && (strcmp(argv[at], "status") == 0 || strcmp(argv[at], "queue") == 0);
+    if (!own_options && reject_late_flags(argc, argv, at) != 0)
         return EXIT_USAGE;
 
     /* Multi-call: pepsi-stage-NAME is the built-in stage NAME. */
@@ -228,17 +236,19 @@ int main(int argc, char **argv)
         usage(stderr, argv[0]);
         return EXIT_USAGE;
     }
-    if (strcmp(argv[at], "serve") == 0 || strcmp(argv[at], "ingress") == 0 || strcmp(argv[at], "status") == 0 ||
-        strcmp(argv[at], "maintain") == 0) {
+    if (strcmp(argv[at], "serve") == 0 || strcmp(argv[at], "ingress") == 0 || strcmp(argv[at], "maintain") == 0) {
         if (at + 1 != argc) {
             fprintf(stderr, "%s: %s takes no arguments\n", argv[0], argv[at]);
             return EXIT_USAGE;
         }
-        return run_daemon(&o, strcmp(argv[at], "serve") == 0      ? DAEMON_SERVE
-                              : strcmp(argv[at], "ingress") == 0  ? DAEMON_INGRESS
-                              : strcmp(argv[at], "maintain") == 0 ? DAEMON_MAINTAIN
-                                                                  : DAEMON_STATUS);
+        return run_daemon(&o, strcmp(argv[at], "serve") == 0     ? DAEMON_SERVE
+                              : strcmp(argv[at], "ingress") == 0 ? DAEMON_INGRESS
+                                                                 : DAEMON_MAINTAIN);
     }
+    if (strcmp(argv[at], "status") == 0)
+        return status_command(o.config, argc - at - 1, argv + at + 1);
+    if (strcmp(argv[at], "queue") == 0)
+        return queue_command(o.config, argc - at - 1, argv + at + 1);
     if (strcmp(argv[at], "conf-keys") == 0)
         return conf_keys_command(argc - at - 1, argv + at + 1);
     if (strcmp(argv[at], "settings") == 0)

@@ -9,6 +9,7 @@
 /* Exit codes (sysexits.h), as the worker protocol and the spec use them. */
 #define EXIT_USAGE 64     /* EX_USAGE: bad command line */
 #define EXIT_IOERR 74     /* EX_IOERR: lost database connection (status) */
+#define EXIT_UNAVAILABLE 69 /* EX_UNAVAILABLE: the database cannot be reached (queue) */
 #define EXIT_TEMPFAIL 75  /* EX_TEMPFAIL: database overload (status) */
 #define EXIT_CONFIG 78    /* EX_CONFIG: configuration or schema refused */
 
