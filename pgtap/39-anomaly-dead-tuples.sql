@@ -7,7 +7,10 @@
 -- needs VACUUM, which cannot run in a transaction: this file runs without
 -- a surrounding transaction, makes committed rows and garbage in
 -- pepsi.workqueue_body (autovacuum off for that table meanwhile, so that
--- only the test's own vacuums run) and removes both at the end. The xmin
+-- only the test's own vacuums run) and removes both at the end. Each
+-- vacuum reads every page (disable_page_skipping): one that skips the
+-- all-visible pages estimates n_live_tup from the table's old density
+-- instead of counting it, and the ratio checked below is over live rows. The xmin
 -- horizon is held for real by a second session (dblink) in a repeatable
 -- read transaction, as a forgotten session or a long report would.
 
@@ -34,7 +37,7 @@ alter table pepsi.workqueue_body set (autovacuum_enabled = false);
 insert into pepsi.workqueue_body (headers) select 'live' from generate_series(1, 2000);
 select pg_temp.flush();
 select pg_temp.snapshot();
-vacuum pepsi.workqueue_body;
+vacuum (disable_page_skipping) pepsi.workqueue_body;
 select is((select state from pg_temp.dead() where subject = 'workqueue_body'), 'ok',
           'dead_tuple_ratio is silent right after a vacuum (2000 live rows)');
 
@@ -42,7 +45,7 @@ select is((select state from pg_temp.dead() where subject = 'workqueue_body'), '
 -- faster than the next autovacuum comes. Most of the table is dead, none
 -- of it survived a vacuum.
 select pg_temp.snapshot();
-vacuum pepsi.workqueue_body;
+vacuum (disable_page_skipping) pepsi.workqueue_body;
 select pg_temp.churn(5000);
 select pg_temp.flush();
 select cmp_ok(pg_temp.raw_ratio(), '>', 0.5::numeric,
@@ -50,7 +53,7 @@ select cmp_ok(pg_temp.raw_ratio(), '>', 0.5::numeric,
 select is((select state || ' ' || value from pg_temp.dead() where subject = 'workqueue_body'), 'ok 0.000',
           'issue 12: dead rows waiting for the next vacuum are not counted: silent');
 select pg_temp.snapshot();
-vacuum pepsi.workqueue_body;
+vacuum (disable_page_skipping) pepsi.workqueue_body;
 select pg_temp.churn(5000);
 select pg_temp.flush();
 select is((select state || ' ' || value from pg_temp.dead() where subject = 'workqueue_body'), 'ok 0.000',
@@ -66,23 +69,32 @@ begin
     perform n from dblink('xmin_holder', 'select count(*) from pepsi.workqueue_body') as t(n bigint);
 end
 $$;
-vacuum pepsi.workqueue_body;
+vacuum (disable_page_skipping) pepsi.workqueue_body;
 select pg_temp.churn(5000);
 select pg_temp.flush();
 select pg_temp.snapshot();
 select is((select state from pg_temp.dead() where subject = 'workqueue_body'), 'ok',
           'issue 12: rows dead since the last vacuum, none through a vacuum yet: silent');
-vacuum pepsi.workqueue_body;
+vacuum (disable_page_skipping) pepsi.workqueue_body;
 select pg_temp.flush();
 select cmp_ok((select n_dead_tup from pg_stat_user_tables where relid = 'pepsi.workqueue_body'::regclass), '>=', 5000::bigint,
               'the vacuum could not remove them: the horizon is held');
+-- Seen once in CI, not reproduced: 8 and 9 failed after 7 passed. What
+-- the check read, for the next time.
+select diag(format('dead_tuple_ratio inputs: live %s dead %s modified %s vacuumed %s; samples %s',
+                   t.n_live_tup, t.n_dead_tup, t.n_tup_ins + t.n_tup_upd + t.n_tup_del, t.last_vacuum,
+                   (select string_agg(a.sampled_at || '=' || a.value, ', ' order by a.sampled_at)
+                      from pepsi.anomaly_sample a where a.source = 'table' and a.subject = 'workqueue_body')))
+  from pg_stat_user_tables t
+ where t.relid = 'pepsi.workqueue_body'::regclass
+   and (select state from pg_temp.dead() where subject = 'workqueue_body') is distinct from 'firing';
 select is((select state from pg_temp.dead() where subject = 'workqueue_body'), 'firing',
           'issue 12: dead rows that survived a vacuum (the xmin horizon held): firing');
 select is((select value from pg_temp.dead() where subject = 'workqueue_body'), round(5000 / 7000.0, 3),
           'its value is the survivors over all rows (5000 of 7000)');
 
 do $$ begin perform dblink_exec('xmin_holder', 'rollback'); perform dblink_disconnect('xmin_holder'); end $$;
-vacuum pepsi.workqueue_body;
+vacuum (disable_page_skipping) pepsi.workqueue_body;
 select pg_temp.flush();
 select is((select state from pg_temp.dead() where subject = 'workqueue_body'), 'ok',
           'the horizon released, the next vacuum removes them: silent again');
@@ -93,7 +105,7 @@ select is((select count(*)::int from pg_temp.dead() where subject = 'workqueue_b
           'no counter snapshot before the last vacuum: no value for that table');
 
 delete from pepsi.workqueue_body where headers = 'live';
-vacuum pepsi.workqueue_body;
+vacuum (disable_page_skipping) pepsi.workqueue_body;
 alter table pepsi.workqueue_body reset (autovacuum_enabled);
 drop extension dblink;
 select * from finish();

@@ -6,7 +6,7 @@
 -- without its test fails "every time parameter is covered".
 
 begin;
-select plan(55);
+select plan(59);
 
 -- A running message at stage p_stage with state p_state.
 create function pg_temp.running(p_stage text, p_state jsonb default '{}', p_arrived timestamptz default now())
@@ -135,7 +135,12 @@ insert into time_cases values
     ('reconcile',                     $$select * from pepsi.reconcile(null)$$),
     ('anomaly_run',                   $$select * from pepsi.anomaly_run(null)$$),
     ('anomaly_evaluate',              $$select * from pepsi.anomaly_evaluate('pending_backlog', null)$$),
-    ('ingress_stats_flush',           $$select pepsi.ingress_stats_flush('i-1', '{"stored": 1}', null)$$);
+    ('ingress_stats_flush',           $$select pepsi.ingress_stats_flush('i-1', '{"stored": 1}', null)$$),
+    -- issue 16: the operators' actions and the history's maintenance
+    ('workqueue_retry',               $$select pepsi.workqueue_retry('{1}', null)$$),
+    ('workqueue_reroute',             $$select pepsi.workqueue_reroute('{1}', 'a', null)$$),
+    ('workqueue_purge',               $$select pepsi.workqueue_purge('1 day', null)$$),
+    ('workqueue_history_maintain',    $$select pepsi.workqueue_history_maintain(null)$$);
 -- Owner-only steps of a pass: only reconcile(), anomaly_run() and
 -- webhook_backfill_request() call them, with a p_now they checked; and
 -- transition_of, which only builds a value (its p_until is a pause's
