@@ -122,9 +122,9 @@ STAGE_OBJ  := $(patsubst %.c,$(BUILD)/%.o,$(SRC_STAGE_MAIN) $(wildcard runner/sr
 
 all: $(RUNNER) $(STAGE_BIN) $(STAGES:%=$(BUILD)/pepsi-stage-%) $(SDKLIB)
 
-# The schema this build expects: sqitch's change names and the SHA-1 of
-# each deploy script, compared with sqitch's registry at start-up (D-12).
-$(BUILD)/schema_build.h: sqitch.plan $(wildcard deploy/*.sql) scripts/schema-manifest
+# The schema API level this build is made for (deploy/schema_api.sql),
+# compared with pepsi.schema_api() at start-up (D-12, issue 15).
+$(BUILD)/schema_build.h: sqitch.plan deploy/schema_api.sql scripts/schema-manifest
 	@mkdir -p $(@D)
 	scripts/schema-manifest > $@.tmp && mv $@.tmp $@
 
@@ -132,7 +132,7 @@ $(BUILD)/%.o: %.c $(wildcard runner/src/*.h runner/src/*/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
-# Only the schema check needs the manifest; a schema change rebuilds it alone.
+# Only the schema check needs the level; a new level rebuilds it alone.
 $(BUILD)/runner/src/lib/schema.o: $(BUILD)/schema_build.h
 
 $(BUILD)/pic/%.o: %.c $(wildcard runner/src/*.h runner/src/*/*.h)

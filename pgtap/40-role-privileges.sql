@@ -72,6 +72,7 @@ insert into fn_doc values
     ('ingress_stats_flush',           '{pepsi_ingress}'),
     -- readers (and the components that read the same)
     ('schema_check',                  '{pepsi_runner,pepsi_worker,pepsi_ingress,pepsi_reader}'),
+    ('schema_api',                    '{pepsi_runner,pepsi_worker,pepsi_ingress,pepsi_reader}'),
     ('config_overlay',                '{pepsi_runner,pepsi_worker,pepsi_reader}'),
     ('settings_list',                 '{pepsi_worker,pepsi_reader}'),
     ('generate_external_id_sequence', '{pepsi_reader}'),

@@ -114,7 +114,8 @@ static int parse_globals(int argc, char **argv, struct options *o)
             usage(stdout, argv[0]);
             return -1;
         case 'V':
-            printf("pepsi-runner %s (schema: %d sqitch changes)\n", PEPSI_VERSION, schema_build_changes());
+            printf("pepsi-runner %s (schema API level %d, %d sqitch changes)\n", PEPSI_VERSION, schema_build_level(),
+                   schema_build_changes());
             return -1;
         default:
             fprintf(stderr, "%s: unknown or incomplete option \"%s\"\n", argv[0], argv[optind - 1]);

@@ -56,7 +56,7 @@ int main(int argc, char **argv)
             if (ch == 'h')
                 usage(stdout, argv[0]);
             else
-                printf("pepsi-stage (schema: %d sqitch changes)\n", schema_build_changes());
+                printf("pepsi-stage (schema API level %d, %d sqitch changes)\n", schema_build_level(), schema_build_changes());
             return 0;
         } else {
             fprintf(stderr, "%s: unknown or incomplete option \"%s\"\n", argv[0], argv[optind - 1]);

@@ -161,7 +161,7 @@ int settings_command(const char *config_path, int argc, char **argv)
     if (c == NULL)
         return 1;
     int rc = 1;
-    if (schema_verify(c, COMPONENT) == SCHEMA_CURRENT) {
+    if (schema_verify(c, COMPONENT) == SCHEMA_OK) {
         if (strcmp(verb, "list") == 0)
             rc = print_list(c, n ? argv[1] : NULL);
         else if (strcmp(verb, "set") == 0)

@@ -393,7 +393,7 @@ PGconn *startup_connect(struct runner *r, int *code)
         return NULL;
     }
     enum schema_verdict v = schema_verify(c, COMPONENT);
-    if (v != SCHEMA_CURRENT) {
+    if (v != SCHEMA_OK) {
         *code = v == SCHEMA_ERROR ? 1 : 78;
         PQfinish(c);
         return NULL;

@@ -235,7 +235,7 @@ static int standalone_prepare(const struct conf *conf, const char *config_path, 
     if (c == NULL)
         return 1;
     enum schema_verdict v = schema_verify(c, COMPONENT);
-    int code = v == SCHEMA_CURRENT ? 0 : v == SCHEMA_ERROR ? 1 : 78;
+    int code = v == SCHEMA_OK ? 0 : v == SCHEMA_ERROR ? 1 : 78;
     if (code == 0 && overlay_load(c, config_path, limits, err, sizeof err) != 0) {
         log_error(COMPONENT, "%s", err);
         code = 78;

@@ -784,9 +784,10 @@ static char **build_env(const struct stage *s)
     if (pe->config_path)
         env[k++] = xasprintf("PEPSI_CONFIG=%s", pe->config_path);
     env[k++] = xasprintf("PEPSI_CONNINFO=%s", pe->conninfo ? pe->conninfo : "");
-    /* The dispatcher serves only a current schema (D-12, startup_connect):
-     * a worker of the same build need not check it again (issue 19). */
-    env[k++] = xasprintf("PEPSI_SCHEMA_VERIFIED=%s", schema_build_id());
+    /* The dispatcher serves only a schema that serves its level (D-12,
+     * startup_connect): a worker whose level that range covers need not
+     * check it again (issue 19). Empty before a check: workers check. */
+    env[k++] = xasprintf("PEPSI_SCHEMA_VERIFIED=%s", schema_verified_token());
     if (pe->passfile)
         env[k++] = xasprintf("PGPASSFILE=%s", pe->passfile);
     env[k] = NULL;

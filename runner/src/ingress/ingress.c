@@ -107,7 +107,7 @@ static int listener_connect(struct ingress *g, bool check_schema, int *code)
     }
     if (check_schema) {
         enum schema_verdict v = schema_verify(g->listener, COMPONENT);
-        if (v != SCHEMA_CURRENT) {
+        if (v != SCHEMA_OK) {
             *code = v == SCHEMA_ERROR ? 1 : EXIT_CONFIG;
             listener_drop(g);
             return -1;

@@ -12,7 +12,7 @@ static const char *const runner_functions[] = {
     "workqueue_claim", "workqueue_claim_fair", "workqueue_requeue", "workqueue_unclaim",
     "workqueue_reset_running", "workqueue_release_paused", "workqueue_defer", "workqueue_strike",
     "claim_incarnation", "stats_flush", "stage_served_publish", "config_overlay", "topology_check",
-    "schema_check", NULL};
+    "schema_api", NULL};
 static const char *const runner_tables[] = {NULL};
 
 /* The role's core, not every function a stage may call: a single right

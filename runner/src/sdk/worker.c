@@ -217,17 +217,16 @@ static int load_section(struct pepsi_worker *w)
     return 0;
 }
 
-/* Whether the dispatcher that started us found the schema current for a
- * build with our very manifest (PEPSI_SCHEMA_VERIFIED, issue 19): then
- * the check (D-12), 4 ms of backend CPU at every start, was made once for
- * all its workers. A worker of another build (a different manifest, or a
- * program linked with another libpepsi-worker) checks for itself. */
+/* Whether the dispatcher that started us found the schema serving a
+ * range of API levels that covers our build's (PEPSI_SCHEMA_VERIFIED,
+ * "LEVEL:OLDEST", issue 19): then the check (D-12) was made once for all
+ * its workers. Any other value, or none, and the worker checks itself. */
 static bool schema_verified_above(const struct pepsi_worker *w)
 {
-    const char *id = getenv("PEPSI_SCHEMA_VERIFIED");
-    if (id == NULL || strcmp(id, schema_build_id()) != 0)
+    const char *token = getenv("PEPSI_SCHEMA_VERIFIED");
+    if (token == NULL || schema_token_verdict(token) != SCHEMA_OK)
         return false;
-    log_debug(w->stage, "schema verified by the dispatcher (manifest %s)", id);
+    log_debug(w->stage, "schema verified by the dispatcher (API levels %s)", token);
     return true;
 }
 
@@ -248,7 +247,7 @@ static int start_worker(struct pepsi_worker *w, const char *config_path)
     code = rights_check(w->core->conn, &rights_worker, w->stage);
     if (code != 0)
         return code;
-    if (!schema_verified_above(w) && schema_verify(w->core->conn, w->stage) != SCHEMA_CURRENT)
+    if (!schema_verified_above(w) && schema_verify(w->core->conn, w->stage) != SCHEMA_OK)
         return EXIT_CONFIG; /* D-91: refuse, the stage waits for the fix */
     code = load_overlay(w, path);
     return code != 0 ? code : load_section(w);
