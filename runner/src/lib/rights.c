@@ -28,8 +28,10 @@ const struct rights_need rights_worker = {"pepsi_worker", worker_functions, work
 
 /* Everything the login lacks, one text: the schema's USAGE, then each
  * function no overload of which it may execute, then each table it may
- * not select (a missing object counts as lacking). Names are the
- * constants above, never input. */
+ * not select. An object the schema does not have is not counted: that is
+ * an older schema, which schema_verify reports with what to run (sqitch
+ * deploy) rather than a GRANT that cannot help. Names are the constants
+ * above, never input. */
 static const char missing_sql[] =
     "with s as (select n.oid from pg_catalog.pg_namespace n where n.nspname = 'pepsi')"
     " select current_user, coalesce(string_agg(m.what, ', ' order by m.ord, m.what), '') from ("
@@ -37,11 +39,13 @@ static const char missing_sql[] =
     "    where not exists (select 1 from s where pg_catalog.has_schema_privilege(s.oid, 'USAGE'))"
     "   union all"
     "   select 1, 'execute on pepsi.' || f || '()' from unnest($1::text[]) f"
-    "    where not exists (select 1 from pg_catalog.pg_proc p join s on p.pronamespace = s.oid"
+    "    where exists (select 1 from pg_catalog.pg_proc p join s on p.pronamespace = s.oid where p.proname = f)"
+    "      and not exists (select 1 from pg_catalog.pg_proc p join s on p.pronamespace = s.oid"
     "                       where p.proname = f and pg_catalog.has_function_privilege(p.oid, 'EXECUTE'))"
     "   union all"
     "   select 2, 'select on pepsi.' || t from unnest($2::text[]) t"
-    "    where not exists (select 1 from pg_catalog.pg_class c join s on c.relnamespace = s.oid"
+    "    where exists (select 1 from pg_catalog.pg_class c join s on c.relnamespace = s.oid where c.relname = t)"
+    "      and not exists (select 1 from pg_catalog.pg_class c join s on c.relnamespace = s.oid"
     "                       where c.relname = t and pg_catalog.has_table_privilege(c.oid, 'SELECT'))"
     " ) m";
 
