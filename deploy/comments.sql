@@ -192,7 +192,7 @@ comment on function pepsi.workqueue_transition(pepsi.transition[], integer, time
 comment on function pepsi.workqueue_advance(bigint, text, text, jsonb, text[], integer) is
     'pepsi_worker: a message running at p_stage goes pending to p_next_stage (no NOTIFY), p_state merged, strikes cleared, 1 + cardinality(p_via) hops counted; returns ok, or loop when that passed p_max_hops and failed it as a loop. Refuses PX001 (next or via stage), PX003 (state, p_max_hops), PX004 (unknown id), PX005 (not running at p_stage).';
 comment on function pepsi.workqueue_finish(bigint, text) is
-    'pepsi_worker: the message running at p_stage is done: its row is deleted (its body with the last sibling), its pepsi.workqueue_history row written (outcome finished) and its webhook event marked processed. Refuses PX004 (unknown id), PX005 (not running at p_stage).';
+    'pepsi_worker: the message running at p_stage is done: its row is deleted (its body with the last sibling), its pepsi.workqueue_history row written (outcome finished) and the webhook event it carries, if any, marked processed. Refuses PX004 (unknown id), PX005 (not running at p_stage).';
 comment on function pepsi.workqueue_pause(bigint, text, timestamp with time zone, text, jsonb) is
     'pepsi_worker: a running message is paused at its stage until p_until (the paused sweep makes it pending then); p_reason kept as state.pause_reason (cut to 4096 bytes), p_state merged. Refuses PX003 (no time, bad state), PX004, PX005.';
 comment on function pepsi.failure_class_check(text) is
@@ -610,7 +610,7 @@ comment on column pepsi.dispatch_stats.claimed is 'Rows set running by them.';
 comment on column pepsi.dispatch_stats.wakeups is 'Claim rounds started, whatever woke them.';
 comment on column pepsi.dispatch_stats.notifications is 'workqueue notifications received.';
 comment on column pepsi.dispatch_stats.workers_started is 'Worker processes started.';
-comment on column pepsi.dispatch_stats.workers_exited is 'Worker processes that exited (retired, crashed or killed).';
+comment on column pepsi.dispatch_stats.workers_exited is 'Worker processes that exited, for any reason.';
 comment on column pepsi.dispatch_stats.bodies_collected is 'Orphaned bodies removed by workqueue_body_gc.';
 comment on column pepsi.dispatch_stats.updated_at is 'When the dispatcher last flushed deltas into the row.';
 
@@ -764,7 +764,7 @@ comment on column pepsi.config_key.max is 'The largest value allowed (int; durat
 comment on column pepsi.config_key.default_value is 'The value when unset, as pepsi.conf would spell it; NULL: none.';
 comment on column pepsi.config_key.required is 'true: the section must set it.';
 comment on column pepsi.config_key.operator_only is 'true: only an operator may set it, never an end user''s settings message (runs code, names a URL, carries a credential, routes messages).';
-comment on column pepsi.config_key.secret is 'true: the value is a credential, never printed.';
+comment on column pepsi.config_key.secret is 'true: the value is a credential (a password, a token, a key).';
 comment on column pepsi.config_key.per_address is 'true: it may be overridden per address (pepsi.settings).';
 comment on column pepsi.config_key.reloadable is 'true: a reload applies it without a restart.';
 comment on column pepsi.config_key.doc is 'One line of documentation.';
@@ -774,5 +774,57 @@ comment on column pepsi.config_override.key is 'The key (upper case), or * to re
 comment on column pepsi.config_override.value is 'The value laid over the file''s; NULL takes the key out of the file''s section.';
 comment on column pepsi.config_override.updated_at is 'When the row was last written.';
 comment on column pepsi.config_override.updated_by is 'The session user who wrote it.';
+
+-- ---- columns of the tables only the schema owner (and some duty roles)
+-- read: pepsi_reader sees messages through pepsi.messages, never bodies,
+-- payloads or secrets ----
+
+comment on column pepsi.workqueue_body.body_id is 'The body''s id; workqueue.body_id refers to it (split siblings share one).';
+comment on column pepsi.workqueue_body.headers is 'The message''s header block as the producer handed it in (at most 1 MiB); NULL: none.';
+comment on column pepsi.workqueue_body.body is 'The message body, raw bytes (at most 64 MiB); NULL: none.';
+comment on column pepsi.workqueue_body.created_at is 'When it was written; workqueue_body_gc leaves bodies younger than a minute alone.';
+
+comment on column pepsi.workqueue.workqueue_id is 'The message''s id, assigned at injection.';
+comment on column pepsi.workqueue.tube is 'The named queue it belongs to (beanstalkd''s rule, 1 to 200 bytes; default ''default''): its partition and owner slot follow from it.';
+comment on column pepsi.workqueue.stage is 'The stage it waits at (pending, paused), runs at (running) or stopped at (failed, timeout).';
+comment on column pepsi.workqueue.status is 'pending (to be claimed), running (at a worker), paused (until timeout), failed or timeout (terminal until an operator resumes it).';
+comment on column pepsi.workqueue.origin_user is 'The authenticated user (login) that submitted it, webhook:<provider> or backfill:<provider>; NULL: none.';
+comment on column pepsi.workqueue.origin_addr is 'The SMTP peer''s address it came from; NULL: unknown or local.';
+comment on column pepsi.workqueue.recipients is 'The envelope recipients (at most 1000 addresses).';
+comment on column pepsi.workqueue.header_from is 'The From header (at most 998 bytes); NULL: none given.';
+comment on column pepsi.workqueue.subject is 'The Subject header (at most 998 bytes).';
+comment on column pepsi.workqueue.state is 'The message''s JSON object state: keys the producer and stages set, and pepsi''s own (hops, strikes, last_error, failed_stage, failure_class, pause_reason, temporary_failures). At most 1 MiB.';
+comment on column pepsi.workqueue.body_id is 'Its body and header block in pepsi.workqueue_body; NULL: none.';
+comment on column pepsi.workqueue.arrived_at is 'When it was queued (MAX_LIFETIME counts from here unless state.generated_at says otherwise).';
+
+comment on column pepsi.tube_pause.tube is 'The paused tube: its rows are not claimed until paused_until.';
+comment on column pepsi.tube_pause.paused_at is 'When the pause was set (pepsi.tube_pause).';
+comment on column pepsi.tube_pause.paused_until is 'When it ends; an expired row means nothing and is swept.';
+
+comment on column pepsi.webhook_provider.provider is 'The name: the <provider> of POST /hooks/<provider> (a stage-name-like word).';
+comment on column pepsi.webhook_provider.scheme is 'Signature scheme: standard-webhooks, stripe, github, slack, shopify or hmac-sha256.';
+comment on column pepsi.webhook_provider.signature_header is 'hmac-sha256 only: the header carrying the signature.';
+comment on column pepsi.webhook_provider.signature_encoding is 'hmac-sha256 only: hex or base64.';
+comment on column pepsi.webhook_provider.signature_prefix is 'hmac-sha256 only: text before the signature value (e.g. sha256=), at most 100 bytes.';
+comment on column pepsi.webhook_provider.tube is 'Tube of the messages made from new events.';
+comment on column pepsi.webhook_provider.enabled is 'false: the ingress refuses the provider''s requests (404).';
+comment on column pepsi.webhook_provider.created_at is 'When the provider was added.';
+comment on column pepsi.webhook_provider.updated_at is 'When the provider was last changed.';
+
+comment on column pepsi.webhook_events.webhook_event_id is 'The event''s id; workqueue.webhook_event_id links its message to it.';
+comment on column pepsi.webhook_events.external_id is 'The provider''s id of the event (1 to 1024 bytes), from the provider''s id source; unique per provider: the seen-check.';
+
+comment on column pepsi.webhook_event_refresh.refresh_id is 'The recorded delivery''s id.';
+comment on column pepsi.webhook_event_refresh.webhook_event_id is 'The event whose row was locked when the delivery came.';
+comment on column pepsi.webhook_event_refresh.payload is 'The redelivered request body.';
+comment on column pepsi.webhook_event_refresh.headers is 'The redelivered request headers (a JSON object).';
+comment on column pepsi.webhook_event_refresh.received_at is 'When the ingress received the redelivery.';
+comment on column pepsi.webhook_event_refresh.recorded_at is 'When it was recorded here.';
+
+comment on column pepsi.fair_lead.stage is 'The stage the lead is for.';
+comment on column pepsi.fair_lead.sender_key is 'The sender (workqueue.sender_key) the lead is for.';
+
+comment on column pepsi.fair_stage.stage is 'A stage whose leads pepsi.fair_lead holds in full.';
+comment on column pepsi.fair_stage.incarnation is 'The dispatcher incarnation that sent them all (p_lead_sync); another one means the leads are lost.';
 
 commit;
