@@ -60,7 +60,7 @@ begin;
 -- pepsi's security-definer functions, as the schema owner) ----
 
 comment on function pepsi.lock_key(text, integer) is
-    'Internal: the two int4 keys (class_id 1885696115, "peps"; object_id) of a pepsi advisory lock, for pg_[try_]advisory_[xact_]lock and for reading pg_locks: ''dispatcher'' (object = owner slot), ''reconcile'' (-1), ''anomaly_evaluate'' (-2), ''anomaly_refresh'' (-10 - n). An unknown name is XX000.';
+    'Internal: the two int4 keys (class_id, the same "peps" class for every lock; object_id) of a pepsi advisory lock, for pg_[try_]advisory_[xact_]lock and for reading pg_locks: ''dispatcher'' (object = owner slot), ''reconcile'' (-1), ''anomaly_evaluate'' (-2), ''anomaly_refresh'' (-10 - n). An unknown name is XX000.';
 comment on function pepsi.stage_name_valid(text) is
     'Whether a text is a stage name: 1 to 63 ASCII letters, digits, _ . -, starting with a letter or digit (NULL for NULL). The one copy of the rule behind the domain pepsi.stage_name, pepsi.stage_check (PX001) and the CHECK constraints. Internal, granted to no role.';
 comment on function pepsi.tube_name_valid(text) is
