@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Tube pause (issue 14, beanstalkd pause-tube): a runner serving two tubes
-# of one stage. One is paused with pepsi.tube_pause for a few seconds: its
+# of one stage. One is paused with pepsi.tube_pause for 15 seconds (wide enough for the other tube to finish on a loaded machine: 6 s was not once): its
 # messages wait while the other tube's finish, and after the pause they
 # finish, none before its end, each exactly once. Then, with a long
 # POLL_INTERVAL, tube_pause(t, 0) ends a long pause and the runner takes
@@ -28,8 +28,8 @@ round() {
     # The slow tube's messages and its pause in one transaction: the
     # runner's first claim after the inject's NOTIFY already sees the pause.
     until=$(sql "with i as (select pepsi.workqueue_inject('a', p_tube => '$slow') from generate_series(1, $n))
-                 select pepsi.tube_pause('$slow', 6) from (select count(*) from i) c")
-    like "$until" '^[0-9]{4}-' "FAIR_SCHEDULING=$fair: tube_pause pauses tube $slow for 6 s (until $until)"
+                 select pepsi.tube_pause('$slow', 15) from (select count(*) from i) c")
+    like "$until" '^[0-9]{4}-' "FAIR_SCHEDULING=$fair: tube_pause pauses tube $slow for 15 s (until $until)"
     smax=$(sql "select max(workqueue_id) from pepsi.workqueue where tube = '$slow'")
     fmax=$(sql "select max(i) from (select pepsi.workqueue_inject('a', p_tube => '$fast') as i
                                       from generate_series(1, $n)) f")
@@ -37,10 +37,10 @@ round() {
         wait_for "select count(*) from e2e_done d where d.id > $smax and d.id <= $fmax" "$n" 20
     is "$(sql "select count(*) from e2e_visit where id <= $smax")" 0 "the paused tube's messages were not claimed"
     is "$(sql "select now() < '$until'::timestamptz")" t "(checked while the pause was still in force)"
-    is "$(sql "select current_jobs_ready, pause from pepsi.tube_stats('$slow')")" "$n|6" \
-       "tube_stats: $n ready, paused for 6 s"
+    is "$(sql "select current_jobs_ready, pause from pepsi.tube_stats('$slow')")" "$n|15" \
+       "tube_stats: $n ready, paused for 15 s"
     ok "after the pause the paused tube's messages finish" \
-        wait_for "select count(*) from e2e_done where id <= $smax" "$n" 20
+        wait_for "select count(*) from e2e_done where id <= $smax" "$n" 40
     is "$(sql "select count(*) from e2e_visit v where v.id <= $smax and v.at < '$until'::timestamptz")" 0 \
        "none of them ran before the pause ended"
     is "$(sql "select count(*), count(distinct id) from e2e_visit where id <= $fmax")" "$((2 * n))|$((2 * n))" \
