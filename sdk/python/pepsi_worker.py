@@ -217,6 +217,7 @@ class _Worker:
         self.eof = False
         self.terminate = False
         self.wake_r = None
+        self.fd_in = 0
 
     # -- connection --
 
@@ -269,7 +270,7 @@ class _Worker:
         """Reads what stdin has; blocks (until data, EOF or SIGTERM) when block."""
         while True:
             try:
-                r, _, _ = select.select([0, self.wake_r], [], [], None if block else 0)
+                r, _, _ = select.select([self.fd_in, self.wake_r], [], [], None if block else 0)
             except InterruptedError:
                 continue
             if self.wake_r in r:
@@ -277,11 +278,11 @@ class _Worker:
                     os.read(self.wake_r, 64)
                 except OSError:
                     pass
-            if 0 not in r:
+            if self.fd_in not in r:
                 if block and not self.terminate:
                     continue
                 return
-            data = os.read(0, 65536)
+            data = os.read(self.fd_in, 65536)
             if not data:
                 self.eof = True
             else:
