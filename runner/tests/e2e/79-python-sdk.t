@@ -8,9 +8,11 @@
 # Then a 3-stage pipeline of Python stages (stages/py-sdk) under
 # `pepsi-runner serve`: 5,000 messages each finished exactly once after
 # three visits, one failed at stage a, one paused at stage b and finished
-# after; the runner's log names the failed id and only it.
+# after; the runner's log names the failed id and only it; the workers'
+# environment carries QUEUE_LIMIT, MAX_HOPS, MAX_LIFETIME and
+# WORKER_SYNCHRONOUS_COMMIT.
 . "$(dirname "$0")/lib.sh"
-plan 24
+plan 25
 
 PROG=$E2E_STAGES/py-sdk
 out=$E2E_DIR/out
@@ -98,6 +100,22 @@ ok "the runner starts" start_runner "$conf"
 ok "issue 16: the pause-me message is paused at b" \
    wait_for "select stage || '/' || status || '/' || (state->>'paused') from pepsi.workqueue where workqueue_id = $pause_id" \
    "b/paused/true" 20
+# what the runner tells a worker instead of the file (issue 16)
+worker_env_a() {
+    local p
+    for p in $(worker_pids); do
+        if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx 'PEPSI_STAGE=a'; then
+            tr '\0' '\n' <"/proc/$p/environ" | grep -E '^PEPSI_(QUEUE_LIMIT|MAX_HOPS|MAX_LIFETIME_MS|WORKER_SYNCHRONOUS_COMMIT)=' |
+                sort | tr '\n' ' '
+            return 0
+        fi
+    done
+    return 1
+}
+env_a=
+for _ in $(seq 1 100); do env_a=$(worker_env_a) && break; sleep 0.1; done
+is "$env_a" "PEPSI_MAX_HOPS=1000 PEPSI_MAX_LIFETIME_MS=432000000 PEPSI_QUEUE_LIMIT=64 PEPSI_WORKER_SYNCHRONOUS_COMMIT=no " \
+   "issue 16: a worker's environment has QUEUE_LIMIT, MAX_HOPS, MAX_LIFETIME and WORKER_SYNCHRONOUS_COMMIT"
 sql "select count(pepsi.workqueue_inject('a', p_body => 'payload', p_subject => 'n' || g))
        from generate_series(1, 2500) g" >/dev/null
 ok "issue 16: every message but the failed one leaves the queue" \
