@@ -182,6 +182,7 @@ $(BUILD)/fuzz/replay_%: runner/fuzz/fuzz_%.c runner/fuzz/replay.c $(OBJ_LIB)
 
 test check-unit: $(TESTS) $(REPLAYS)
 	@scripts/run-unit-tests $(TESTS) $(REPLAYS)
+	/usr/bin/python3 sdk/python/test_pepsi_worker.py
 
 # The library objects get libFuzzer's coverage hooks (fuzzer-no-link), the
 # target its main (fuzzer); a sub-make builds them into build-fuzz/. clang
@@ -236,9 +237,10 @@ bench: all
 lint: all
 	cppcheck --quiet --inline-suppr --error-exitcode=1 --enable=warning,portability --std=c11 \
 		--suppress=missingIncludeSystem -Irunner/src runner/src runner/tests runner/fuzz examples
-	for f in scripts/* bench/run bench/ingress .ci/run runner/tests/e2e/*.t runner/tests/e2e/*.sh; do \
+	for f in scripts/* bench/run bench/ingress bench/python-pass .ci/run runner/tests/e2e/*.t runner/tests/e2e/*.sh \
+		sdk/python/*.py runner/tests/e2e/stages/py-sdk; do \
 		[ -f "$$f" ] || exit 1; \
-		if head -n 1 "$$f" | grep -q python3; then python3 -c 'import ast, sys; ast.parse(open(sys.argv[1]).read())' "$$f" || exit 1; \
+		if head -n 1 "$$f" | grep -q python3 || [ "$${f%.py}" != "$$f" ]; then python3 -c 'import ast, sys; ast.parse(open(sys.argv[1]).read())' "$$f" || exit 1; \
 		else bash -n "$$f" || exit 1; fi; done
 	scripts/schema-manifest > /dev/null
 	scripts/lint-once

@@ -56,6 +56,7 @@ insert into fn_doc values
     ('workqueue_fail',                '{pepsi_worker}'),
     ('workqueue_host_error',          '{pepsi_worker}'),
     ('workqueue_commit',              '{pepsi_worker}'),
+    ('worker_load',                   '{pepsi_worker}'),
     ('workqueue_move',                '{pepsi_worker}'),
     ('workqueue_split',               '{pepsi_worker}'),
     ('settings_apply',                '{pepsi_worker}'),

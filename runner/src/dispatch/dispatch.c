@@ -163,6 +163,8 @@ static void runner_init(struct runner *r, struct conf *conf, uv_loop_t *loop, co
     r->env.passfile = auth->passfile;
     r->env.self_dir = self_dir;
     r->env.cooldown_ms = conf->cooldown_ms;
+    r->env.max_hops = conf->max_hops;
+    r->env.worker_synchronous_commit = conf->worker_synchronous_commit;
     r->env.dstats = &r->dstats;
     r->env.ev = (struct pool_events){answered_cb, requeue_cb, strike_cb, overload_cb, wake, r};
     snprintf(r->owner_slot, sizeof r->owner_slot, "%d", conf->owner_slot);

@@ -756,7 +756,9 @@ static char *resolve_program(const struct stage *s)
 static bool env_replaced(const char *var, bool own_passfile)
 {
     static const char *const names[] = {"JOURNAL_STREAM=", "PEPSI_STAGE=", "PEPSI_CONFIG=",
-                                        "PEPSI_CONNINFO=", "PEPSI_SCHEMA_VERIFIED=", "PGPASSWORD="};
+                                        "PEPSI_CONNINFO=", "PEPSI_SCHEMA_VERIFIED=", "PEPSI_QUEUE_LIMIT=",
+                                        "PEPSI_MAX_HOPS=", "PEPSI_WORKER_SYNCHRONOUS_COMMIT=", "PEPSI_MAX_LIFETIME_MS=",
+                                        "PGPASSWORD="};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strncmp(var, names[i], strlen(names[i])) == 0)
             return true;
@@ -765,14 +767,18 @@ static bool env_replaced(const char *var, bool own_passfile)
 
 /* environ plus PEPSI_STAGE, PEPSI_CONFIG, PEPSI_CONNINFO (without a
  * password), PEPSI_SCHEMA_VERIFIED and PGPASSFILE when the runner wrote one, replacing any
- * inherited ones, never PGPASSWORD. The strings are freed by free_env(). */
+ * inherited ones, never PGPASSWORD. Also what a worker in another language
+ * needs of the file and would otherwise have to parse it for (issue 16):
+ * PEPSI_QUEUE_LIMIT and PEPSI_MAX_LIFETIME_MS (the stage's), PEPSI_MAX_HOPS
+ * ([pepsi] MAX_HOPS) and PEPSI_WORKER_SYNCHRONOUS_COMMIT (yes/no); NEXT
+ * and BOUNCE_STAGE come with each message from pepsi.worker_load. The strings are freed by free_env(). */
 static char **build_env(const struct stage *s)
 {
     size_t n = 0;
     const struct pool_env *pe = s->env;
     while (environ[n])
         n++;
-    char **env = xcalloc(n + 6, sizeof *env);
+    char **env = xcalloc(n + 10, sizeof *env);
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         /* A worker's stderr is our pipe, not the journal. */
@@ -788,6 +794,10 @@ static char **build_env(const struct stage *s)
      * startup_connect): a worker whose level that range covers need not
      * check it again (issue 19). Empty before a check: workers check. */
     env[k++] = xasprintf("PEPSI_SCHEMA_VERIFIED=%s", schema_verified_token());
+    env[k++] = xasprintf("PEPSI_QUEUE_LIMIT=%d", s->conf->queue_limit);
+    env[k++] = xasprintf("PEPSI_MAX_LIFETIME_MS=%lld", (long long)s->conf->max_lifetime_ms);
+    env[k++] = xasprintf("PEPSI_MAX_HOPS=%d", pe->max_hops);
+    env[k++] = xasprintf("PEPSI_WORKER_SYNCHRONOUS_COMMIT=%s", pe->worker_synchronous_commit ? "yes" : "no");
     if (pe->passfile)
         env[k++] = xasprintf("PGPASSFILE=%s", pe->passfile);
     env[k] = NULL;

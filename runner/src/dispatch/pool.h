@@ -51,6 +51,8 @@ struct pool_env {
     const char *passfile;          /* PGPASSFILE for workers (the runner's), or NULL: theirs is kept */
     const char *self_dir;          /* where pepsi-runner lives: pepsi-stage-* built-ins are found there first */
     int64_t cooldown_ms;           /* hold-back after a worker died before ready (D-90) */
+    int max_hops;                  /* [pepsi] MAX_HOPS: PEPSI_MAX_HOPS for workers (issue 16) */
+    bool worker_synchronous_commit; /* PEPSI_WORKER_SYNCHRONOUS_COMMIT (yes/no) for workers (issue 16) */
     bool shutting_down;            /* in-flight ids of exiting workers are requeued, never struck */
     struct pool_events ev;
     struct dispatch_delta *dstats; /* workers_started, workers_exited */
