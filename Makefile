@@ -122,9 +122,11 @@ STAGE_OBJ  := $(patsubst %.c,$(BUILD)/%.o,$(SRC_STAGE_MAIN) $(wildcard runner/sr
 
 all: $(RUNNER) $(STAGE_BIN) $(STAGES:%=$(BUILD)/pepsi-stage-%) $(SDKLIB)
 
-# The schema API level this build is made for (deploy/schema_api.sql),
-# compared with pepsi.schema_api() at start-up (D-12, issue 15).
-$(BUILD)/schema_build.h: sqitch.plan deploy/schema_api.sql scripts/schema-manifest
+# The schema API level this build is made for (the last change of
+# sqitch.plan that defines pepsi.schema_api(): deploy/schema_api.sql or a
+# later one, issue 16), compared with pepsi.schema_api() at start-up (D-12,
+# issue 15).
+$(BUILD)/schema_build.h: sqitch.plan $(wildcard deploy/*.sql) scripts/schema-manifest
 	@mkdir -p $(@D)
 	scripts/schema-manifest > $@.tmp && mv $@.tmp $@
 

@@ -36,7 +36,7 @@ select ok(not has_schema_privilege('pepsi_runner', 'pepsi', 'create')
 
 select ok(not has_function_privilege('public', 'pepsi.workqueue_claim(text[], int[], timestamptz, boolean, bigint, int)', 'execute'),
           'PUBLIC cannot execute workqueue_claim');
-select ok(not has_function_privilege('public', 'pepsi.workqueue_inject(text, bytea, text, text, text[], text, inet, jsonb, text, text, text, timestamptz)', 'execute'),
+select ok(not has_function_privilege('public', 'pepsi.workqueue_inject(text, bytea, text, text, text[], text, inet, jsonb, text, text, text, timestamptz, timestamptz, int, text)', 'execute'),
           'PUBLIC cannot execute workqueue_inject');
 select ok(not has_function_privilege('public', 'pepsi.workqueue_advance(bigint, text, text, jsonb, text[], int)', 'execute'),
           'PUBLIC cannot execute workqueue_advance');
@@ -87,7 +87,7 @@ select ok(not has_table_privilege('pepsi_reader', 'pepsi.stage_stats', 'insert')
           'pepsi_reader cannot write the statistics tables');
 select ok(not has_function_privilege('pepsi_reader', 'pepsi.workqueue_claim(text[], int[], timestamptz, boolean, bigint, int)', 'execute'),
           'pepsi_reader cannot execute workqueue_claim');
-select ok(not has_function_privilege('pepsi_reader', 'pepsi.workqueue_inject(text, bytea, text, text, text[], text, inet, jsonb, text, text, text, timestamptz)', 'execute'),
+select ok(not has_function_privilege('pepsi_reader', 'pepsi.workqueue_inject(text, bytea, text, text, text[], text, inet, jsonb, text, text, text, timestamptz, timestamptz, int, text)', 'execute'),
           'pepsi_reader cannot execute workqueue_inject');
 select ok(not has_function_privilege('pepsi_reader', 'pepsi.workqueue_finish(bigint, text)', 'execute'),
           'pepsi_reader cannot execute workqueue_finish');
@@ -199,11 +199,11 @@ reset role;
 
 -- pepsi_ingress -------------------------------------------------------------
 
-select ok(has_function_privilege('pepsi_ingress', 'pepsi.workqueue_inject(text, bytea, text, text, text[], text, inet, jsonb, text, text, text, timestamptz)', 'execute'),
+select ok(has_function_privilege('pepsi_ingress', 'pepsi.workqueue_inject(text, bytea, text, text, text[], text, inet, jsonb, text, text, text, timestamptz, timestamptz, int, text)', 'execute'),
           'D-33: pepsi_ingress can execute workqueue_inject');
 select ok(has_function_privilege('pepsi_ingress', 'pepsi.workqueue_inject_batch(jsonb)', 'execute'),
           'D-32: pepsi_ingress can execute workqueue_inject_batch');
-select ok(has_function_privilege('pepsi_worker', 'pepsi.workqueue_inject(text, bytea, text, text, text[], text, inet, jsonb, text, text, text, timestamptz)', 'execute')
+select ok(has_function_privilege('pepsi_worker', 'pepsi.workqueue_inject(text, bytea, text, text, text[], text, inet, jsonb, text, text, text, timestamptz, timestamptz, int, text)', 'execute')
           and has_function_privilege('pepsi_worker', 'pepsi.workqueue_inject_batch(jsonb)', 'execute'),
           'pepsi_worker can inject too (stages that generate messages)');
 select ok(not has_function_privilege('pepsi_ingress', 'pepsi.workqueue_claim(text[], int[], timestamptz, boolean, bigint, int)', 'execute'),

@@ -4,8 +4,9 @@ begin;
 select plan(68);
 
 select has_function('pepsi', 'workqueue_inject',
-                    array['text', 'bytea', 'text', 'text', 'text[]', 'text', 'inet', 'jsonb', 'text', 'text', 'text', 'timestamp with time zone'],
-                    'workqueue_inject(stage, body, headers, sender, recipients, user, addr, state, tube, subject, from, arrived_at) exists');
+                    array['text', 'bytea', 'text', 'text', 'text[]', 'text', 'inet', 'jsonb', 'text', 'text', 'text', 'timestamp with time zone',
+                          'timestamp with time zone', 'integer', 'text'],
+                    'workqueue_inject(stage, body, headers, sender, recipients, user, addr, state, tube, subject, from, arrived_at, run_at, priority, dedupe_key) exists');
 select has_function('pepsi', 'workqueue_inject_batch', array['jsonb'], 'workqueue_inject_batch(jsonb) exists');
 select function_returns('pepsi', 'workqueue_inject_batch', array['jsonb'], 'setof bigint',
                         'workqueue_inject_batch returns setof bigint');

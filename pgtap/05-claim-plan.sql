@@ -63,7 +63,7 @@ returns setof jsonb language sql as $$
         or node->>'Index Name' = 'workqueue_pending_idx'
 $$;
 
--- The UPDATE of deploy/workqueue_claim.sql, word for word, with the
+-- The UPDATE of workqueue_claim as deploy/workqueue_enqueue_options.sql defines it (issue 16), word for word, with the
 -- parameters as literals: p_stages '{big,empty}', p_caps '{16,16}', p_now now(),
 -- p_owner_slot 0 (no topology: every row is slot 0's, issue 14).
 create temp table plans as
@@ -75,7 +75,7 @@ select 16 as cap, pg_temp.explain_rolled_back($sql$
                    cross join lateral (
                        select q.workqueue_id from pepsi.workqueue q
                         where q.stage = s.stage and q.owner_slot = 0 and q.status = 'pending'
-                        order by q.workqueue_id
+                        order by q.priority, q.workqueue_id
                         limit s.cap) q) picked
      where w.workqueue_id = picked.id and w.status = 'pending'
     returning w.workqueue_id, w.stage, w.sender_key
@@ -90,7 +90,7 @@ select 256, pg_temp.explain_rolled_back($sql$
                    cross join lateral (
                        select q.workqueue_id from pepsi.workqueue q
                         where q.stage = s.stage and q.owner_slot = 0 and q.status = 'pending'
-                        order by q.workqueue_id
+                        order by q.priority, q.workqueue_id
                         limit s.cap) q) picked
      where w.workqueue_id = picked.id and w.status = 'pending'
     returning w.workqueue_id, w.stage, w.sender_key
@@ -121,7 +121,7 @@ select is((select sum((n->>'Actual Rows')::numeric * (n->>'Actual Loops')::numer
           16, 'D-41: the per-stage scans read 16 index entries in all (cap 16 of big, none of empty)');
 select is((select count(*)::int from plans p, pg_temp.plan_nodes(p.explain) n
             where p.cap = 16 and n->>'Node Type' = 'Sort'), 0,
-          'D-41, issue 14: no Sort in the claim''s plan (the index gives workqueue_id order within the slot)');
+          'D-41, issue 14: no Sort in the claim''s plan (the index gives (priority, workqueue_id) order within the slot, issue 16)');
 select cmp_ok((select (explain->0->'Plan'->>'Shared Hit Blocks')::int + (explain->0->'Plan'->>'Shared Read Blocks')::int
                  from plans where cap = 16),
               '<', 500, 'the claim of 16 rows touches fewer than 500 shared buffers (hit + read)');

@@ -126,6 +126,8 @@ insert into fn_doc values
     ('lock_key', '{}'), ('workqueue_release_due', '{}'), ('workqueue_create', '{}'),
     ('workqueue_sender_probe', '{}'), ('stage_name_valid', '{}'), ('tube_name_valid', '{}'),
     ('webhook_event_item', '{}'),
+    -- issue 16: the enqueue options' helpers (owner only)
+    ('workqueue_insert', '{}'), ('workqueue_enqueue', '{}'), ('enqueue_options_check', '{}'),
     -- the one state machine (issue 13): called only by the wrappers above
     ('workqueue_transition', '{}'), ('transition_of', '{}'), ('transition_paused_state', '{}'),
     ('transition_failed_state', '{}'),

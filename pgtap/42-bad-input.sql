@@ -153,7 +153,11 @@ insert into time_internal values
     -- issue 13: helpers whose callers have checked the time
     ('workqueue_release_due'), ('webhook_event_item'), ('transition_of'),
     -- the claims' list of paused tubes: they check p_now before calling it
-    ('tube_pause_current');
+    ('tube_pause_current'),
+    -- issue 16: the inject's run_at is a delay, not a clock: NULL is "no
+    -- delay" by design (README "Enqueue options"); the check refuses an
+    -- infinite or too distant one (PX053, pgtap/62)
+    ('enqueue_options_check');
 
 select is((select array_agg(distinct p.proname::text order by p.proname::text) from pg_proc p
             where p.pronamespace = 'pepsi'::regnamespace

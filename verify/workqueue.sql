@@ -21,10 +21,11 @@ select 'pepsi.workqueue_release_due(timestamptz, int)'::regprocedure;
 select partition, owner_slot from pepsi.workqueue where false;
 select 1 / count(*) from pg_catalog.pg_indexes
  where schemaname = 'pepsi' and indexname = 'workqueue_pending_idx'
-   and indexdef like '%(stage, owner_slot, workqueue_id) WHERE (status = %';
+   -- workqueue_enqueue_options (issue 16) adds priority before workqueue_id
+   and indexdef ~ '\(stage, owner_slot, (priority, )?workqueue_id\) WHERE \(status = ';
 select 1 / count(*) from pg_catalog.pg_indexes
  where schemaname = 'pepsi' and indexname = 'workqueue_pending_sender_idx'
-   and indexdef like '%(stage, owner_slot, sender_key, workqueue_id) WHERE (status = %';
+   and indexdef ~ '\(stage, owner_slot, sender_key, (priority, )?workqueue_id\) WHERE \(status = ';
 select 1 / count(*) from pg_catalog.pg_indexes
  where schemaname = 'pepsi' and indexname = 'workqueue_paused_idx'
    and indexdef like '%(owner_slot, timeout) WHERE (status = %';

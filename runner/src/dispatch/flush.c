@@ -160,9 +160,10 @@ void tick_cb(uv_timer_t *t)
             stage_tick(&tab->stages[i], now);
     reap_retired(r);
     db_expire(&r->db, now); /* a 74's pause is given up after DEFER_WRITE_MS, connected or not (D-102) */
-    /* A worker may have paused a message (D-92): a sweep learns its
-     * timeout, so that the paused timer, not the heartbeat, brings it
-     * back (D-93). At most once a tick, and only after answers. */
+    /* A worker may have paused a message (D-92), or an inject delayed
+     * one (NOTIFY workqueue, issue 16): a sweep learns its timeout, so
+     * that the paused timer, not the heartbeat, brings it back (D-93).
+     * At most once a tick, and only after answers or notifications. */
     if (!r->shutting_down && r->answers_since_sweep && db_connected(&r->db) && !r->db.gated) {
         r->answers_since_sweep = false;
         release_paused(r);

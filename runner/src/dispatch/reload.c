@@ -137,6 +137,11 @@ void notify_cb(void *arg, const char *channel)
     struct runner *r = arg;
     if (strcmp(channel, "workqueue") == 0) {
         r->dstats.notifications++;
+        /* An inject may have queued a delayed message (p_run_at, issue
+         * 16): it waits paused, and the next tick's sweep learns its time
+         * so that the paused timer claims it when due, not the
+         * POLL_INTERVAL heartbeat. At most one sweep a tick. */
+        r->answers_since_sweep = true;
         wake(r);
     } else if (control_channel_of(channel) >= 0) {
         if (!r->shutting_down)

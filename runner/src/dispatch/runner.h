@@ -69,7 +69,7 @@ struct runner {
     int64_t *lost_claims;          /* claims whose answer was lost: given back after reconnecting */
     size_t n_lost_claims;
     uint64_t paused_due_ms;        /* when paused_timer fires, 0 when idle */
-    bool answers_since_sweep;      /* a worker may have paused a message since */
+    bool answers_since_sweep;      /* a worker may have paused a message since, or an inject delayed one */
 
     struct dispatch_delta dstats;
     uint64_t last_flush_ms;

@@ -19,7 +19,12 @@ level=$("$RUNNER" --version | sed -E 's/.*API level ([0-9]+).*/\1/')
 proj=$E2E_DIR/proj
 mkdir -p "$proj"
 cp -r "$E2E_ROOT/sqitch.conf" "$E2E_ROOT/sqitch.plan" "$E2E_ROOT/deploy" "$E2E_ROOT/revert" "$E2E_ROOT/verify" "$proj/"
-orig=$(sed -nE 's/^[[:space:]]*select ([0-9]+) as level, ([0-9]+) as oldest[[:space:]]*$/\1 \2/p' "$proj/deploy/schema_api.sql")
+# The range the schema declares now: the newest definition, i.e. the last
+# change of the plan that declares one (scripts/schema-manifest, issue 16).
+orig=$(while read -r name _; do
+           sed -nE 's/^[[:space:]]*select ([0-9]+) as level, ([0-9]+) as oldest[[:space:]]*$/\1 \2/p' \
+               "$proj/deploy/$name.sql"
+       done < <(grep -Ev '^(%|#|@|[[:space:]]*$)' "$proj/sqitch.plan") | tail -n 1)
 # api_sql "LEVEL OLDEST": the statement that declares that range.
 # shellcheck disable=SC2086 # the range is two words, on purpose
 api_sql() { printf 'create or replace function pepsi.schema_api(out level int, out oldest int) language sql immutable parallel safe\nas $$ select %s as level, %s as oldest $$;\n' $1; }
