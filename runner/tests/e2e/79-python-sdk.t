@@ -102,10 +102,12 @@ ok "issue 16: the pause-me message is paused at b" \
    "b/paused/true" 20
 # what the runner tells a worker instead of the file (issue 16)
 worker_env_a() {
-    local p
+    local p env
     for p in $(worker_pids); do
-        if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx 'PEPSI_STAGE=a'; then
-            tr '\0' '\n' <"/proc/$p/environ" | grep -E '^PEPSI_(QUEUE_LIMIT|MAX_HOPS|MAX_LIFETIME_MS|WORKER_SYNCHRONOUS_COMMIT)=' |
+        # Read once: a worker may exit (recycled) between two reads.
+        env=$(tr '\0' '\n' 2>/dev/null <"/proc/$p/environ") || continue
+        if grep -qx 'PEPSI_STAGE=a' <<<"$env"; then
+            grep -E '^PEPSI_(QUEUE_LIMIT|MAX_HOPS|MAX_LIFETIME_MS|WORKER_SYNCHRONOUS_COMMIT)=' <<<"$env" |
                 sort | tr '\n' ' '
             return 0
         fi
