@@ -18,8 +18,40 @@ select plan(10);
 
 create extension if not exists dblink;
 
-create function pg_temp.dead() returns table (state text, value numeric, subject text) language sql
-as $$ select e.state, round(e.value, 3), e.subject from pepsi.anomaly_evaluate('dead_tuple_ratio', now()) e $$;
+-- The check's rows. CI saw the workqueue_body row missing now and then on
+-- a loaded machine (tests 5 and 9, or 8 and 9; never reproduced alone):
+-- when it is, the statistics are read again (a fresh snapshot) for up to
+-- 5 s before giving up, and what the check read is printed. p_wait false:
+-- the row is expected to be missing (test 10).
+create function pg_temp.dead(p_wait boolean default true)
+returns table (state text, value numeric, subject text) language plpgsql
+as $$
+declare
+    v_try int := 0;
+begin
+    loop
+        perform pg_stat_clear_snapshot();
+        return query select e.state, round(e.value, 3), e.subject
+                       from pepsi.anomaly_evaluate('dead_tuple_ratio', clock_timestamp()) e;
+        if not p_wait or found and exists (select 1 from pepsi.anomaly_evaluate('dead_tuple_ratio', clock_timestamp()) e
+                                            where e.subject = 'workqueue_body') then
+            return;
+        end if;
+        v_try := v_try + 1;
+        if v_try > 25 then
+            raise notice 'dead_tuple_ratio has no workqueue_body row; inputs: %',
+                (select format('live %s dead %s modified %s vacuumed %s autovacuumed %s; samples %s',
+                               t.n_live_tup, t.n_dead_tup, t.n_tup_ins + t.n_tup_upd + t.n_tup_del, t.last_vacuum,
+                               t.last_autovacuum,
+                               (select string_agg(a.sampled_at || '=' || a.value, ', ' order by a.sampled_at)
+                                  from pepsi.anomaly_sample a where a.source = 'table' and a.subject = 'workqueue_body'))
+                   from pg_stat_user_tables t where t.relid = 'pepsi.workqueue_body'::regclass);
+            return;
+        end if;
+        perform pg_sleep(0.2);
+    end loop;
+end
+$$;
 -- What the check used to compute: dead rows over all rows, now.
 create function pg_temp.raw_ratio() returns numeric language sql
 as $$ select round(s.n_dead_tup::numeric / nullif(s.n_live_tup + s.n_dead_tup, 0), 3)
@@ -34,6 +66,16 @@ as $$ insert into pepsi.workqueue_body (headers) select 'garbage' from generate_
       delete from pepsi.workqueue_body where headers = 'garbage' $$;
 
 alter table pepsi.workqueue_body set (autovacuum_enabled = false);
+-- An autovacuum the earlier files' garbage started may still be running:
+-- its end would move last_autovacuum under the tests below.
+do $$
+begin
+    for i in 1..600 loop
+        exit when not exists (select 1 from pg_stat_progress_vacuum where relid = 'pepsi.workqueue_body'::regclass);
+        perform pg_sleep(0.1);
+    end loop;
+end
+$$;
 insert into pepsi.workqueue_body (headers) select 'live' from generate_series(1, 2000);
 select pg_temp.flush();
 select pg_temp.snapshot();
@@ -101,7 +143,7 @@ select is((select state from pg_temp.dead() where subject = 'workqueue_body'), '
 
 -- A table with no snapshot before its last vacuum has no bound yet.
 delete from pepsi.anomaly_sample where source = 'table';
-select is((select count(*)::int from pg_temp.dead() where subject = 'workqueue_body'), 0,
+select is((select count(*)::int from pg_temp.dead(false) where subject = 'workqueue_body'), 0,
           'no counter snapshot before the last vacuum: no value for that table');
 
 delete from pepsi.workqueue_body where headers = 'live';
