@@ -19,6 +19,12 @@ static void test_ready(void)
     CHECK_INT(parse("Ready", &st), PROTO_BAD, "D-25: \"Ready\" is PROTO_BAD");
     CHECK_INT(parse("readyx", &st), PROTO_BAD, "D-25: \"readyx\" is PROTO_BAD");
     CHECK_INT(parse("ready\r\r", &st), PROTO_BAD, "D-25: only one trailing \\r is dropped");
+    CHECK_INT(parse("ready recycles", &st), PROTO_READY_RECYCLES,
+              "D-68: \"ready recycles\" is a worker that replaces its own process");
+    CHECK_INT(parse("ready recycles\r", &st), PROTO_READY_RECYCLES, "D-68: \"ready recycles\\r\" too");
+    CHECK_INT(parse("ready recycles ", &st), PROTO_BAD, "D-68: \"ready recycles \" is PROTO_BAD");
+    CHECK_INT(parse("ready recycle", &st), PROTO_BAD, "D-68: \"ready recycle\" is PROTO_BAD");
+    CHECK_INT(parse("ready  recycles", &st), PROTO_BAD, "D-68: two blanks are PROTO_BAD");
 }
 
 static void status_ok(const char *line, int want)

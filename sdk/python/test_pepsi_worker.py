@@ -70,6 +70,55 @@ class ReadIds(unittest.TestCase):
             w.read_ids()
 
 
+class Recycle(unittest.TestCase):
+    """D-68 in the worker (PEPSI_MAX_MESSAGES): a process takes no more ids
+    than it may still answer, and serve() hands what it read but did not
+    take to the next process."""
+
+    def test_takes_no_more_than_max_messages(self):
+        w, feed = worker("8")
+        w.max_messages, w.handled = 5, 3
+        os.write(feed, b"1\n2\n3\n4\n")
+        self.assertEqual(w.read_ids(), [1, 2], "2 left of 5")
+        self.assertEqual(bytes(w.buf), b"3\n4\n", "the rest stays unread")
+
+    def test_serve_recycles_with_the_rest(self):
+        w, feed = worker("4")
+        w.conn = FakeConn([row(i) for i in range(1, 8)], {})
+        w.max_messages = 3
+        out_r, out_w = os.pipe()
+        saved = os.dup(1)
+        os.dup2(out_w, 1)
+        try:
+            os.write(feed, b"1\n2\n3\n4\n5\n6")
+            code = w.serve()
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+            os.close(out_w)
+        self.assertEqual(code, pw.RECYCLE)
+        self.assertEqual(w.handled, 3)
+        self.assertEqual(os.read(out_r, 4096).count(b"\n"), 3, "three statuses")
+        self.assertEqual(bytes(w.buf), b"4\n5\n6", "the next process gets 4, 5 and half of 6")
+
+    def test_without_max_messages_serves_to_eof(self):
+        w, feed = worker("4")
+        w.conn = FakeConn([row(i) for i in range(1, 4)], {})
+        out_r, out_w = os.pipe()
+        saved = os.dup(1)
+        os.dup2(out_w, 1)
+        try:
+            os.write(feed, b"1\n2\n3\n")
+            os.close(feed)
+            code = w.serve()
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+            os.close(out_w)
+        self.assertEqual(code, 0)
+        self.assertEqual(os.read(out_r, 4096).count(b"\n"), 3)
+
+
 class Batch(unittest.TestCase):
     def run_batch(self, handler, ids, rows, outcomes=None):
         w, _ = worker()

@@ -41,6 +41,9 @@ struct worker {
     uint64_t rss_checked_ms;       /* when it was last read */
     int rss_checked_handed;        /* handed when it was last read */
     bool ready;                    /* said "ready" */
+    bool self_recycles;            /* said "ready recycles": it replaces its own
+                                      process every MAX_MESSAGES (D-68), so the
+                                      dispatcher does not retire it by count */
     bool retiring;                 /* no new ids: recycle once drained */
     bool hung;                     /* killed for MAX_RUNTIME */
     bool protocol_error;           /* torn down for an unreadable line (D-27) */
@@ -143,6 +146,8 @@ static bool stage_may_spawn(const struct stage *s, uint64_t now)
 static int worker_room(const struct worker *w)
 {
     int room = w->stage->conf->queue_limit - (int)w->count;
+    if (w->self_recycles)
+        return room;
     int left = w->stage->max_messages - w->handed;
     return room < left ? room : left;
 }
@@ -311,7 +316,7 @@ static void worker_give(struct worker *w, const int64_t *ids, size_t n, uint64_t
         log_debug(w->stage->name, "message=%lld handed to worker pid=%d", (long long)ids[i], w->pid);
     w->stage->inflight += (int)n;
     w->handed += (int)n;
-    if (w->handed >= w->stage->max_messages)
+    if (w->handed >= w->stage->max_messages && !w->self_recycles)
         w->retiring = true;
     if (was_empty && w->state == WORKER_READY)
         worker_start_head(w);
@@ -401,7 +406,7 @@ static int worker_status_line(struct worker *w, const char *line, size_t len)
     enum proto_line_kind kind = proto_parse_line(line, len, &st);
 
     if (kind != PROTO_STATUS) {
-        worker_protocol_error(w, kind == PROTO_READY ? "a second ready" : "an unreadable status",
+        worker_protocol_error(w, kind == PROTO_BAD ? "an unreadable status" : "a second ready",
                               line, len);
         return -1;
     }
@@ -449,12 +454,20 @@ static int worker_out_line(void *arg, const char *line, size_t len)
      * It then runs what it holds and goes, as any retired worker. */
     if (w->state == WORKER_STARTING || (w->state == WORKER_CLOSING && !w->ready)) {
         struct proto_status st;
-        if (proto_parse_line(line, len, &st) != PROTO_READY) {
+        enum proto_line_kind kind = proto_parse_line(line, len, &st);
+        if (kind != PROTO_READY && kind != PROTO_READY_RECYCLES) {
             if (st.report)
                 proto_status_free(&st);
             worker_protocol_error(w, "expected ready", line, len);
             return -1;
         }
+        /* A worker that replaces its own process (a fork of a clean parent,
+         * the Python SDK: issue 16) keeps D-68 itself; one that took its
+         * last ids by count before saying so keeps the retirement. */
+        w->self_recycles = kind == PROTO_READY_RECYCLES && w->stage->max_messages != INT_MAX;
+        if (w->self_recycles)
+            log_debug(w->stage->name, "worker pid=%d replaces its own process every %d messages", w->pid,
+                      w->stage->max_messages);
         if (w->state == WORKER_STARTING)
             w->state = WORKER_READY;
         w->ready = true;
@@ -758,7 +771,7 @@ static bool env_replaced(const char *var, bool own_passfile)
     static const char *const names[] = {"JOURNAL_STREAM=", "PEPSI_STAGE=", "PEPSI_CONFIG=",
                                         "PEPSI_CONNINFO=", "PEPSI_SCHEMA_VERIFIED=", "PEPSI_QUEUE_LIMIT=",
                                         "PEPSI_MAX_HOPS=", "PEPSI_WORKER_SYNCHRONOUS_COMMIT=", "PEPSI_MAX_LIFETIME_MS=",
-                                        "PGPASSWORD="};
+                                        "PEPSI_MAX_MESSAGES=", "PGPASSWORD="};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strncmp(var, names[i], strlen(names[i])) == 0)
             return true;
@@ -770,7 +783,10 @@ static bool env_replaced(const char *var, bool own_passfile)
  * inherited ones, never PGPASSWORD. Also what a worker in another language
  * needs of the file and would otherwise have to parse it for (issue 16):
  * PEPSI_QUEUE_LIMIT and PEPSI_MAX_LIFETIME_MS (the stage's), PEPSI_MAX_HOPS
- * ([pepsi] MAX_HOPS) and PEPSI_WORKER_SYNCHRONOUS_COMMIT (yes/no); NEXT
+ * ([pepsi] MAX_HOPS), PEPSI_WORKER_SYNCHRONOUS_COMMIT (yes/no) and
+ * PEPSI_MAX_MESSAGES (after how many messages D-68 replaces the worker's
+ * process, 0: not by count; a worker that says "ready recycles" does it
+ * itself); NEXT
  * and BOUNCE_STAGE come with each message from pepsi.worker_load. The strings are freed by free_env(). */
 static char **build_env(const struct stage *s)
 {
@@ -778,7 +794,7 @@ static char **build_env(const struct stage *s)
     const struct pool_env *pe = s->env;
     while (environ[n])
         n++;
-    char **env = xcalloc(n + 10, sizeof *env);
+    char **env = xcalloc(n + 11, sizeof *env);
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         /* A worker's stderr is our pipe, not the journal. */
@@ -798,6 +814,7 @@ static char **build_env(const struct stage *s)
     env[k++] = xasprintf("PEPSI_MAX_LIFETIME_MS=%lld", (long long)s->conf->max_lifetime_ms);
     env[k++] = xasprintf("PEPSI_MAX_HOPS=%d", pe->max_hops);
     env[k++] = xasprintf("PEPSI_WORKER_SYNCHRONOUS_COMMIT=%s", pe->worker_synchronous_commit ? "yes" : "no");
+    env[k++] = xasprintf("PEPSI_MAX_MESSAGES=%d", s->max_messages == INT_MAX ? 0 : s->max_messages);
     if (pe->passfile)
         env[k++] = xasprintf("PGPASSFILE=%s", pe->passfile);
     env[k] = NULL;

@@ -2,6 +2,9 @@
  *
  * A worker line, after one trailing '\r' is dropped, is
  *   "ready"                     exactly: PROTO_READY;
+ *   "ready recycles"            exactly: PROTO_READY_RECYCLES, a worker that
+ *                               replaces its own process every
+ *                               PEPSI_MAX_MESSAGES messages (D-68, issue 16);
  *   STATUS                      1 to 3 decimal digits, 0..255, no sign, no
  *                               blanks before it: PROTO_STATUS (D-24);
  *   STATUS ' ' REPORT           the report is everything after that first
@@ -148,6 +151,8 @@ enum proto_line_kind proto_parse_line(const char *line, size_t len, struct proto
         len--;
     if (len == 5 && memcmp(line, "ready", 5) == 0)
         return PROTO_READY;
+    if (len == 14 && memcmp(line, "ready recycles", 14) == 0)
+        return PROTO_READY_RECYCLES;
     size_t n = parse_status(line, len, &st.status);
     if (n == 0 || (n < len && line[n] != ' '))
         return PROTO_BAD;

@@ -1,6 +1,6 @@
 /* lib/proto.h — the worker line protocol (D-21..D-28), both sides.
  *   runner -> worker: one message id per line, decimal
- *   worker -> runner: "ready" once, then per id one line
+ *   worker -> runner: "ready" (or "ready recycles") once, then per id one line
  *                     "STATUS" or "STATUS REPORT", STATUS 0..255,
  *                     REPORT a JSON array [["stage", microseconds], ...]
  * An unreadable status is fatal for the worker (D-27); an unreadable report
@@ -40,6 +40,9 @@ struct proto_status {
 
 enum proto_line_kind {
     PROTO_READY,                      /* exactly "ready" */
+    PROTO_READY_RECYCLES,             /* exactly "ready recycles": the worker
+                                         replaces its own process after
+                                         PEPSI_MAX_MESSAGES messages (D-68) */
     PROTO_STATUS,                     /* a status, *out filled */
     PROTO_BAD,                        /* neither: the worker is out of step */
 };
