@@ -19,7 +19,7 @@ begin;
 create function pepsi.xmin_horizon_holders(p_now timestamptz default now())
 returns table (kind text, pid int, usename text, application_name text, state text, since timestamptz,
                age_seconds numeric, holder text)
-language sql stable
+language plpgsql stable
 security definer
 set search_path = pg_catalog, pepsi, pg_temp
 as $$
@@ -41,7 +41,13 @@ as $$
 -- runner read it through this function without that privilege.
 -- Replication slots (pg_replication_slots.xmin) are not listed: they
 -- carry no time to give an age in seconds.
+-- Raises PX003 (a NULL p_now).
 -- Tables: pg_stat_activity, pg_stat_progress_vacuum, pg_prepared_xacts (read).
+begin
+    if p_now is null then
+        raise exception 'p_now must not be NULL' using errcode = 'PX003';
+    end if;
+    return query
     with h as (
         select 'session'::text as kind, a.pid, a.usename::text as usename, a.application_name,
                coalesce(a.state, a.backend_type) as state, a.xact_start as since
@@ -64,7 +70,8 @@ as $$
                 else format('%s (user %s, %s s)', h.state, coalesce(h.usename, '?'),
                             round(extract(epoch from p_now - h.since))) end
       from h
-     order by h.since, h.pid
+     order by h.since, h.pid;
+end
 $$;
 
 comment on function pepsi.xmin_horizon_holders(timestamptz) is
