@@ -61,7 +61,7 @@ select ok(has_function_privilege('pepsi_runner', 'pepsi.anomaly_run(timestamptz,
 -- tested in 37 and 39 and left out here; the dispatcher lock is taken as
 -- a runner would hold it, and the stage it serves published (issue 15).
 select pepsi.anomaly_check_set(c, '{"enabled": false}')
-  from unnest(array['dead_tuple_ratio', 'xmin_horizon_age', 'connection_usage']) c;
+  from unnest(array['dead_tuple_ratio', 'xmin_horizon_age', 'xmin_horizon_age_critical', 'connection_usage']) c;
 select pg_advisory_xact_lock(1885696115, 0);
 select pepsi.stage_served_publish(0, '[{"stage": "deliver", "program": "pepsi-stage-pass"}]');
 select pepsi.reconcile();

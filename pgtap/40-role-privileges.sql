@@ -38,6 +38,8 @@ insert into fn_doc values
     ('stats_flush',                   '{pepsi_runner}'),
     ('stage_served_publish',          '{pepsi_runner}'),
     ('stage_served_live',             '{pepsi_reader,pepsi_runner}'),
+    -- issue 19: who holds the xmin horizon (status, dashboards)
+    ('xmin_horizon_holders',          '{pepsi_reader,pepsi_runner}'),
     ('reconcile',                     '{pepsi_runner}'),
     ('anomaly_run',                   '{pepsi_runner}'),
     ('anomaly_refresh',               '{pepsi_runner}'),

@@ -6,7 +6,7 @@
 -- without its test fails "every time parameter is covered".
 
 begin;
-select plan(59);
+select plan(60);
 
 -- A running message at stage p_stage with state p_state.
 create function pg_temp.running(p_stage text, p_state jsonb default '{}', p_arrived timestamptz default now())
@@ -140,7 +140,8 @@ insert into time_cases values
     ('workqueue_retry',               $$select pepsi.workqueue_retry('{1}', null)$$),
     ('workqueue_reroute',             $$select pepsi.workqueue_reroute('{1}', 'a', null)$$),
     ('workqueue_purge',               $$select pepsi.workqueue_purge('1 day', null)$$),
-    ('workqueue_history_maintain',    $$select pepsi.workqueue_history_maintain(null)$$);
+    ('workqueue_history_maintain',    $$select pepsi.workqueue_history_maintain(null)$$),
+    ('xmin_horizon_holders',          $$select * from pepsi.xmin_horizon_holders(null)$$);
 -- Owner-only steps of a pass: only reconcile(), anomaly_run() and
 -- webhook_backfill_request() call them, with a p_now they checked; and
 -- transition_of, which only builds a value (its p_until is a pause's
