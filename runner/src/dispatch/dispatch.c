@@ -144,6 +144,7 @@ static int start_handles(struct runner *r)
     rc = rc ? rc : uv_signal_start(&r->sigusr2, usr_cb, SIGUSR2);
     if (rc == 0 && r->conf->maintenance)
         rc = maintain_start(&r->maint, r->loop, r->conf, r->config_path, stage_limits, r);
+    rc = rc ? rc : vacuum_start(&r->vacuum, r->loop, r->conf);
     if (rc != 0)
         log_error(COMPONENT, "cannot start the event loop's timers: %s", uv_strerror(rc));
     return rc;

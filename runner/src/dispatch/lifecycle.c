@@ -295,6 +295,7 @@ void begin_shutdown(struct runner *r, int code, bool kill_now)
         r->connecting = NULL;
         uv_timer_stop(&r->reload_timer);
         maintain_stop(&r->maint);
+        vacuum_stop(&r->vacuum);
     }
     stop_all(r, kill_now);
     shutdown_progress(r);

@@ -2,13 +2,14 @@
  * outside dispatch/: struct runner, the state of `serve` (one per
  * process), its timing constants, and the functions one of its files
  * calls in another (issue 13 split dispatch.c by duty).
- * Owns: struct runner. Uses: dispatch/ (claim, maintain, pool, signals,
+ * Owns: struct runner. Uses: dispatch/ (claim, maintain, vacuum, pool, signals,
  * stagetab, stats), lib/ (aconn, conf, db), libuv. */
 #ifndef PEPSI_DISPATCH_RUNNER_H
 #define PEPSI_DISPATCH_RUNNER_H
 
 #include "dispatch/claim.h"
 #include "dispatch/maintain.h"
+#include "dispatch/vacuum.h"
 #include "dispatch/pool.h"
 #include "dispatch/signals.h"
 #include "dispatch/stagetab.h"
@@ -58,6 +59,7 @@ struct runner {
     uv_signal_t sigusr1, sigusr2;  /* logged with the runner's state, otherwise ignored */
     struct service_watchdog watchdog; /* WATCHDOG=1 from the loop when systemd asks */
     struct maintain maint;         /* reconciliation and anomaly runs, on their own connection (issue 12) */
+    struct vacuum vacuum;          /* VACUUM of pepsi.workqueue past VACUUM_DEAD_TUPLES, own connection (issue 19) */
     struct control_signals ctl;    /* which control notifications are news (issue 11) */
 
     bool claim_wanted;

@@ -114,6 +114,8 @@ static const struct conf_key keys[] = {
      "how often the anomaly checks run (pepsi.anomaly_run)"},
     {CS_DISPATCH, "MAINTENANCE", CT_BOOL, 0, 0, 0, "yes", CONF_AT(maintenance),
      "whether serve also runs reconciliation and anomaly checks, on a connection of their own"},
+    {CS_DISPATCH, "VACUUM_DEAD_TUPLES", CT_INT, 0, 0, INT_MAX, "50000", CONF_AT(vacuum_dead_tuples),
+     "serve runs VACUUM pepsi.workqueue once its dead tuples pass this; 0: autovacuum alone (issue 19)"},
 
     {CS_STAGE, "PROGRAM", CT_STRING, CK_REQUIRED | OP | STAGE_KEY, 0, 0, NULL, STAGE_AT(program),
      "the stage program (required): \"PROGRAM worker\" is run"},

@@ -71,6 +71,7 @@ struct conf {
     int64_t reconcile_interval_ms;   /* RECONCILE_INTERVAL, default 5 min (W-23) */
     int64_t anomaly_interval_ms;     /* ANOMALY_INTERVAL, default 1 min (W-37) */
     bool maintenance;                /* MAINTENANCE, default yes: serve runs maintenance too */
+    int vacuum_dead_tuples;          /* VACUUM_DEAD_TUPLES, default 50000; 0: autovacuum alone (issue 19) */
     /* [pepsi-ingress], [pepsi-beanstalk]: kept raw for their components */
     struct conf_kv *ingress;
     size_t n_ingress;
