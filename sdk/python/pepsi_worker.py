@@ -654,9 +654,10 @@ def _run_forking(handler, stage, body, max_messages):
         if os.WIFSIGNALED(status):
             sig = os.WTERMSIG(status)
             log("ERROR", "worker process pid=%d was killed by signal %d" % (pid, sig))
-            signal.signal(sig, signal.SIG_DFL)
+            if sig != signal.SIGKILL:
+                signal.signal(sig, signal.SIG_DFL)
             os.kill(os.getpid(), sig)
-            return 128 + sig
+            return 128 + sig  # a signal that does not end a process (SIGCHLD, ...)
         code = os.waitstatus_to_exitcode(status)
         if not recycled or state["terminate"]:
             return code

@@ -5,12 +5,12 @@
 # then does not start a new program every MAX_MESSAGES. First the program
 # alone (ids on stdin, MAX_MESSAGES 3): every id answered once, in order,
 # by fresh processes of at most 3 messages each, the ids a child read but
-# did not take passed on; exit 78 before ready passed through; SIGTERM
-# ends parent and child. Then under `pepsi-runner serve`: 1,000 messages
+# did not take passed on; exit 78 before ready and a child's death by a
+# signal passed through; SIGTERM ends parent and child. Then under `pepsi-runner serve`: 1,000 messages
 # at stage a (MAX_MESSAGES 50, PARALLELISM 2) run by at least 20 processes
 # of at most 50 messages each, while the runner started 2 workers.
 . "$(dirname "$0")/lib.sh"
-plan 16
+plan 18
 
 PROG=$E2E_STAGES/py-sdk
 out=$E2E_DIR/out
@@ -49,6 +49,15 @@ echo 1 | PEPSI_E2E_TAG=$E2E_TAG PEPSI_STAGE=a PEPSI_MAX_MESSAGES=3 \
 is "$?" 78 "a child's exit 78 before ready is the worker's"
 is "$(cat "$out")" "" "and nothing on stdout"
 psql -XAtq -d postgres -c "drop role $nobody" >/dev/null
+
+# a child killed by a signal: the worker dies of the same signal (the
+# runner strikes its head message, as for any worker that dies)
+crash=$(sql "select pepsi.workqueue_inject('a', p_body => 'payload', p_subject => 'crash-me')")
+sql "update pepsi.workqueue set status = 'running', claimed_at = now() where workqueue_id = $crash" >/dev/null
+echo "$crash" | worker a 3 >"$out"
+is "$?" 137 "a child killed by SIGKILL: the worker is killed by SIGKILL (exit status 128 + 9)"
+like "$(cat "$out.err")" "worker process pid=[0-9]+ was killed by signal 9" "and says which process died of what"
+sql "delete from pepsi.workqueue" >/dev/null
 
 # SIGTERM to the parent alone while the child waits for ids: both end, 0
 fifo=$E2E_DIR/in.fifo
