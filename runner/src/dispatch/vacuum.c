@@ -65,8 +65,9 @@ static void vacuum_skipped(struct vacuum *v)
     v->refused_logged = true;
     log_warning(COMPONENT,
                 "vacuum of pepsi.workqueue skipped by the server: %s sqlstate=%s; login \"%s\" does not own "
-                "the table (owner \"%s\"): leaving it to autovacuum; to let the runner vacuum it, grant \"%s\" "
-                "to \"%s\" or run the runner as the owner, or set VACUUM_DEAD_TUPLES = 0 (README \"Vacuum\"); "
+                "the table (owner \"%s\"): leaving it to autovacuum; either lower the server's "
+                "autovacuum_naptime and set VACUUM_DEAD_TUPLES = 0, or let the runner vacuum: grant \"%s\" "
+                "to \"%s\" (every right of the owner) or run the runner as the owner (README \"Vacuum\"); "
                 "said once",
                 v->warn_text, v->warn_state, v->login, v->owner, v->owner, v->login);
 }
