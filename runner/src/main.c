@@ -2,6 +2,7 @@
  *
  *   pepsi-runner [GLOBAL-OPTIONS] serve            the dispatcher
  *   pepsi-runner [GLOBAL-OPTIONS] ingress          the webhook endpoint
+ *   pepsi-runner [GLOBAL-OPTIONS] beanstalk        the beanstalkd protocol frontend (issue 17)
  *   pepsi-runner [GLOBAL-OPTIONS] maintain         reconciliation and anomaly runs alone
  *   pepsi-runner [GLOBAL-OPTIONS] status [--json]  the anomaly dashboard and queue counts
  *   pepsi-runner [GLOBAL-OPTIONS] queue ...        operator actions on messages (issue 16)
@@ -15,6 +16,7 @@
 #include "lib/conf.h"
 #include "dispatch/dispatch.h"
 #include "ingress/ingress.h"
+#include "beanstalk/beanstalk.h"
 #include "lib/log.h"
 #include "dispatch/maintain.h"
 #include "lib/pgpass.h"
@@ -48,6 +50,7 @@ static void usage(FILE *out, const char *prog)
     fprintf(out,
             "usage: %s [GLOBAL-OPTIONS] serve\n"
             "       %s [GLOBAL-OPTIONS] ingress\n"
+            "       %s [GLOBAL-OPTIONS] beanstalk\n"
             "       %s [GLOBAL-OPTIONS] maintain\n"
             "       %s [GLOBAL-OPTIONS] status [--json]\n"
             "       %s [GLOBAL-OPTIONS] queue list|show|retry|delete|move|pause|resume|purge ...\n"
@@ -65,6 +68,8 @@ static void usage(FILE *out, const char *prog)
             "Commands:\n"
             "  serve               run the dispatcher until SIGINT or SIGTERM (SIGHUP: reload)\n"
             "  ingress             run the webhook endpoint until SIGINT or SIGTERM (SIGHUP: reload)\n"
+            "  beanstalk           run the beanstalkd protocol frontend ([pepsi-beanstalk]) until SIGINT or\n"
+            "                      SIGTERM\n"
             "  maintain            run reconciliation and anomaly checks alone until SIGINT or SIGTERM\n"
             "  status [--json]     print the anomaly checks and the queue's counts per stage and exit\n"
             "                      0 ok, 1 a warning check firing, 2 a critical one, 3 unknown\n"
@@ -81,7 +86,7 @@ static void usage(FILE *out, const char *prog)
             "  conf-keys sql|readme|man\n"
             "                      print the configuration keys as SQL (deploy/config_keys.sql), as\n"
             "                      the README's table, or as pepsi.conf(5)'s (man/pepsi.conf.5)\n",
-            prog, prog, prog, prog, prog, prog, prog, prog, stages_builtin_names());
+            prog, prog, prog, prog, prog, prog, prog, prog, prog, stages_builtin_names());
 }
 
 /* Parses the global options; returns the index of the subcommand, or -1
@@ -148,7 +153,20 @@ static char *self_dir(void)
     return xstrdup(dirname(buf));
 }
 
-enum daemon { DAEMON_SERVE, DAEMON_INGRESS, DAEMON_MAINTAIN };
+enum daemon { DAEMON_SERVE, DAEMON_INGRESS, DAEMON_MAINTAIN, DAEMON_BEANSTALK };
+
+/* Issue 17: the stage 'beanstalk' is the beanstalkd frontend's pull stage,
+ * which no runner claims; a [stage-beanstalk] section is refused. */
+static int refuse_reserved_stage(const struct conf *conf)
+{
+    const struct stage_conf *s = conf_stage(conf, "beanstalk");
+    if (s == NULL)
+        return 0;
+    log_error("config", "%s:%d: section [stage-beanstalk]: the stage name \"beanstalk\" is reserved for the "
+              "beanstalkd frontend (pepsi-runner beanstalk); name the stage otherwise",
+              conf->path, s->line);
+    return EXIT_CONFIG;
+}
 
 /* The dispatcher, with the workers' connection string and passfile made
  * before it starts and removed after it stops, whatever its exit. */
@@ -159,6 +177,10 @@ static int serve(struct conf *conf, const char *path)
     if (worker_auth_prepare(conf, &auth, err, sizeof err) != 0) {
         log_error("dispatch", "%s", err);
         return 1;
+    }
+    if (refuse_reserved_stage(conf) != 0) {
+        worker_auth_cleanup(&auth);
+        return EXIT_CONFIG;
     }
     char *dir = self_dir();
     /* Issue 15: a PROGRAM that cannot run, or a key a built-in stage does
@@ -192,12 +214,17 @@ static int run_daemon(const struct options *o, enum daemon which)
     int code;
     if (which == DAEMON_INGRESS)
         code = ingress_serve(&conf, path);
+    else if (which == DAEMON_BEANSTALK)
+        code = beanstalk_serve(&conf, path, PEPSI_VERSION);
     else if (which == DAEMON_MAINTAIN)
         code = maintain_command(&conf, path);
     else
         code = serve(&conf, path);
     conf_free(&conf);
-    service_refused(which == DAEMON_INGRESS ? "ingress" : which == DAEMON_MAINTAIN ? "maintain" : "dispatch",
+    service_refused(which == DAEMON_INGRESS     ? "ingress"
+                    : which == DAEMON_MAINTAIN ? "maintain"
+                    : which == DAEMON_BEANSTALK ? BS_COMPONENT
+                                                : "dispatch",
                     code); /* a restart backoff systemd 252 lacks (issue 15) */
     return code;
 }
@@ -237,14 +264,16 @@ int main(int argc, char **argv)
         usage(stderr, argv[0]);
         return EXIT_USAGE;
     }
-    if (strcmp(argv[at], "serve") == 0 || strcmp(argv[at], "ingress") == 0 || strcmp(argv[at], "maintain") == 0) {
+    if (strcmp(argv[at], "serve") == 0 || strcmp(argv[at], "ingress") == 0 || strcmp(argv[at], "maintain") == 0 ||
+        strcmp(argv[at], "beanstalk") == 0) {
         if (at + 1 != argc) {
             fprintf(stderr, "%s: %s takes no arguments\n", argv[0], argv[at]);
             return EXIT_USAGE;
         }
-        return run_daemon(&o, strcmp(argv[at], "serve") == 0     ? DAEMON_SERVE
-                              : strcmp(argv[at], "ingress") == 0 ? DAEMON_INGRESS
-                                                                 : DAEMON_MAINTAIN);
+        return run_daemon(&o, strcmp(argv[at], "serve") == 0       ? DAEMON_SERVE
+                              : strcmp(argv[at], "ingress") == 0   ? DAEMON_INGRESS
+                              : strcmp(argv[at], "beanstalk") == 0 ? DAEMON_BEANSTALK
+                                                                   : DAEMON_MAINTAIN);
     }
     if (strcmp(argv[at], "status") == 0)
         return status_command(o.config, argc - at - 1, argv + at + 1);

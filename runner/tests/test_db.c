@@ -39,7 +39,7 @@ int main(void)
     uint64_t t = now_ms();
 
     uv_loop_init(&loop);
-    db_init(&db, &loop, (struct db_hooks){NULL, NULL, NULL});
+    db_init(&db, &loop, (struct db_hooks){NULL, NULL, NULL, NULL});
 
     /* Disconnected: everything waits in the queue. */
     db_query_until(&db, "select 1", 0, NULL, DB_RESEND, t + 30000, count_cb, &a);

@@ -170,7 +170,7 @@ static void runner_init(struct runner *r, struct conf *conf, uv_loop_t *loop, co
     r->env.ev = (struct pool_events){answered_cb, requeue_cb, strike_cb, overload_cb, wake, r};
     snprintf(r->owner_slot, sizeof r->owner_slot, "%d", conf->owner_slot);
     r->claimer = claimer_new(conf);
-    db_init(&r->db, loop, (struct db_hooks){notify_cb, db_lost_cb, r});
+    db_init(&r->db, loop, (struct db_hooks){notify_cb, db_lost_cb, r, NULL});
     control_signals_init(&r->ctl, &r->db, COMPONENT, control_act, r);
     init_handles(r);
 }

@@ -148,7 +148,7 @@ int maintain_start(struct maintain *m, uv_loop_t *loop, const struct conf *conf,
     m->config_path = config_path;
     m->own_conf = own;
     m->delay_ms = RETRY_MIN_MS;
-    db_init(&m->db, loop, (struct db_hooks){notify_cb, lost_cb, m});
+    db_init(&m->db, loop, (struct db_hooks){notify_cb, lost_cb, m, NULL});
     control_signals_init(&m->ctl, &m->db, COMPONENT, control_act, m);
     int err = uv_timer_init(loop, &m->retry);
     if (err == 0) {

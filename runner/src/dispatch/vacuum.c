@@ -241,7 +241,7 @@ int vacuum_start(struct vacuum *v, uv_loop_t *loop, const struct conf *conf)
         log_info(COMPONENT, "VACUUM_DEAD_TUPLES = 0: pepsi.workqueue is left to autovacuum");
         return 0;
     }
-    db_init(&v->db, loop, (struct db_hooks){noop_notify, lost_cb, v});
+    db_init(&v->db, loop, (struct db_hooks){noop_notify, lost_cb, v, NULL});
     int err = uv_timer_init(loop, &v->timer);
     if (err != 0) {
         log_error(COMPONENT, "cannot start the vacuum checks: %s", uv_strerror(err));

@@ -279,6 +279,8 @@ static void db_read_notifies(struct db *db)
     while (db->conn && (n = PQnotifies(db->conn)) != NULL) {
         if (db->hooks.notify)
             db->hooks.notify(db->hooks.arg, n->relname);
+        if (db->hooks.notify_payload)
+            db->hooks.notify_payload(db->hooks.arg, n->relname, n->extra);
         PQfreemem(n);
     }
 }

@@ -30,6 +30,9 @@ struct db_hooks {
     void (*notify)(void *arg, const char *channel);  /* a NOTIFY arrived */
     void (*lost)(void *arg);                          /* the connection broke; db is now detached */
     void *arg;
+    /* a NOTIFY arrived, with its payload (issue 17: the beanstalkd frontend
+       wakes the clients watching the tube it names); NULL: not wanted */
+    void (*notify_payload)(void *arg, const char *channel, const char *payload);
 };
 
 struct db_op;
