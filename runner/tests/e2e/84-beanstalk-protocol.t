@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# The beanstalkd frontend (issue 17): `pepsi-runner beanstalk` against the
+# real schema, spoken to by a small socket client (beanstalk-client.py):
+# every command and every error reply byte for byte as beanstalkd 1.12
+# gives them, a reserve woken by a put without polling, TTR expiry,
+# DEADLINE_SOON, disconnects, pause-tube (T-33), stats-tube (T-32), one
+# default (T-37); then two frontends at once: one new tube used and
+# watched through both (T-31), and a frontend killed with SIGKILL whose
+# sessions and references are reaped by the other (T-39); SIGTERM exits 0
+# and closes the sessions.
+. "$(dirname "$0")/lib.sh"
+
+CLIENT=$E2E_ROOT/runner/tests/e2e/beanstalk-client.py
+
+# py_checks ARGS...: runs the client; each line it prints is one test.
+py_checks() {
+    local st desc dg any=0
+    while IFS=$'\t' read -r st desc dg; do
+        [ "$st" = held ] && continue
+        any=1
+        if [ "$st" = ok ]; then
+            _tap 0 "$desc"
+        else
+            _tap 1 "$desc"
+            diag "    $dg"
+        fi
+    done < <(timeout 120 /usr/bin/python3 "$CLIENT" "$@" </dev/null 2>&1)
+    [ $any = 1 ] || _tap 1 "the client printed its checks"
+}
+
+# start_bs N CONF: frontend N (log $E2E_DIR/beanstalk.N.log); sets BS_PID[N], BS_PORT[N].
+declare -A BS_PID BS_PORT BS_GEN
+start_bs() {
+    local n=$1 conf=$2 log=$E2E_DIR/beanstalk.$1.log
+    # shellcheck disable=SC2046
+    PEPSI_E2E_TAG=$E2E_TAG $(_runner_cmd) "$RUNNER" -c "$conf" -v beanstalk >"$log" 2>&1 </dev/null &
+    BS_PID[$n]=$!
+    if ! wait_cmd 60 grep -Eqs 'listening on .* port [0-9]+' "$log"; then
+        diag "frontend $n did not start; its log:" "$(tail -n 30 "$log")"
+        return 1
+    fi
+    BS_PORT[$n]=$(grep -Eo 'listening on .* port [0-9]+' "$log" | grep -Eo '[0-9]+$' | tail -n 1)
+    BS_GEN[$n]=$(grep -Eo 'generation [0-9]+' "$log" | grep -Eo '[0-9]+$' | tail -n 1)
+}
+
+bs_conf() {
+    write_conf "$1" <<EOF
+[pepsi-beanstalk]
+LISTEN = 127.0.0.1:0
+MAX_JOB_SIZE = 1000
+CONNECTIONS = 2
+REAP_INTERVAL = 1s
+EOF
+}
+
+conf=$E2E_DIR/pepsi.conf
+bs_conf "$conf"
+ok "the frontend starts and listens" start_bs 1 "$conf"
+is "$(sql "select count(*) from pepsi.beanstalk_frontend")" 1 "it registered one generation"
+
+py_checks protocol "${BS_PORT[1]}"
+is "$(sql "select count(*) from pepsi.tubes where tube = 'nosuch'")" 0 \
+   "T-32, T-33: stats-tube and pause-tube of an unknown tube left nothing behind"
+is "$(sql "select count(*) from pepsi.workqueue where stage = 'beanstalk' and tube = 'p1'")" 0 \
+   "deleted jobs are gone from pepsi.workqueue"
+
+# ---- two frontends ----
+conf2=$E2E_DIR/pepsi2.conf
+bs_conf "$conf2"
+ok "a second frontend starts against the same database" start_bs 2 "$conf2"
+is "$(sql "select count(*) from pepsi.beanstalk_frontend")" 2 "two generations registered"
+
+exec 7> >(timeout 120 /usr/bin/python3 "$CLIENT" t31 "${BS_PORT[1]}" "${BS_PORT[2]}" > "$E2E_DIR/t31.out" 2>&1)
+ok "T-31: the clients of both frontends are in" wait_cmd 20 grep -q '^held' "$E2E_DIR/t31.out"
+while IFS=$'\t' read -r st desc dg; do
+    [ "$st" = held ] && continue
+    if [ "$st" = ok ]; then _tap 0 "$desc"; else _tap 1 "$desc"; diag "    $dg"; fi
+done < "$E2E_DIR/t31.out"
+is "$(sql "select count(*) from pepsi.tubes where tube = 't31tube'")" 1 "T-31: one tube"
+is "$(sql "select string_agg(kind, ',' order by kind) from pepsi.beanstalk_ref where tube = 't31tube'")" \
+   "use,use,watch,watch" "T-31: four references, one use and one watch per client"
+exec 7>&-
+ok "T-35: once both clients are gone, the empty tube is gone" \
+    wait_for "select count(*) from pepsi.tubes where tube = 't31tube'" 0 10
+
+# T-39: a frontend killed with SIGKILL: its sessions and references are reaped.
+exec 8> >(timeout 120 /usr/bin/python3 "$CLIENT" hold "${BS_PORT[2]}" reaped1 > "$E2E_DIR/hold.out" 2>&1)
+ok "a client of frontend 2 uses and watches reaped1" wait_cmd 20 grep -q '^held' "$E2E_DIR/hold.out"
+is "$(sql "select count(*) from pepsi.beanstalk_ref where tube = 'reaped1'")" 2 "its two references are there"
+kill -KILL "${BS_PID[2]}"
+wait "${BS_PID[2]}" 2>/dev/null
+ok "T-39: the references of the killed frontend are reaped within a few seconds" \
+    wait_for "select count(*) from pepsi.beanstalk_ref where tube = 'reaped1'" 0 10
+ok "T-39: and its generation and sessions" \
+    wait_for "select (select count(*) from pepsi.beanstalk_frontend) || ',' ||
+                     (select count(*) from pepsi.beanstalk_session s where s.frontend_id <> ${BS_GEN[1]})" "1,0" 10
+ok "the surviving frontend logged the reap" grep -Eq 'reaped 1 dead frontend' "$E2E_DIR/beanstalk.1.log"
+exec 8>&-
+
+# SIGTERM: exit 0, every session closed.
+kill -TERM "${BS_PID[1]}"
+wait "${BS_PID[1]}"
+is $? 0 "SIGTERM: the frontend exits 0"
+is "$(sql "select count(*) from pepsi.beanstalk_session")" 0 "its sessions were closed in SQL"
+
+done_testing
