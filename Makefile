@@ -263,7 +263,7 @@ lint: all
 # whose own first boot (systemd-sysusers.service) or postinst applies it.
 # The configuration is the operator's: installed once, 0640 root:pepsi so
 # that the units' User=pepsi can read it and nobody else, never replaced.
-UNITS    := pepsi-runner pepsi-ingress pepsi-maintain
+UNITS    := pepsi-runner pepsi-ingress pepsi-maintain pepsi-beanstalk
 MAN8     := pepsi-runner.8
 MAN5     := pepsi.conf.5
 CONF_DST := $(DESTDIR)$(SYSCONFDIR)/pepsi/pepsi.conf

@@ -11,6 +11,7 @@
 #include "beanstalk/proto.h"
 #include "lib/conf.h"
 #include "lib/db.h"
+#include "lib/service.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -36,6 +37,7 @@ struct bs_frontend {
     bool listening;
     uv_timer_t reap_timer;
     uv_signal_t sig_term, sig_int;
+    struct service_watchdog watchdog; /* WATCHDOG=1 from the loop (WatchdogSec) */
     struct bs_session *sessions;   /* every open session (a list) */
     int n_sessions;                /* client connections open */
     uint64_t cmd[BS_OP_COUNT];     /* commands counted (stats' cmd-*) */

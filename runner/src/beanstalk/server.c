@@ -59,6 +59,10 @@ static void close_loop_handles(struct bs_frontend *fe)
         uv_close((uv_handle_t *)&fe->sig_term, NULL);
     if (!uv_is_closing((uv_handle_t *)&fe->sig_int))
         uv_close((uv_handle_t *)&fe->sig_int, NULL);
+    if (fe->watchdog.active) {
+        uv_close((uv_handle_t *)&fe->watchdog.timer, NULL);
+        fe->watchdog.active = 0;
+    }
 }
 
 void bs_frontend_session_gone(struct bs_frontend *fe)
@@ -275,6 +279,7 @@ static int start(struct bs_frontend *fe)
     sd_notifyf(0, "READY=1\nSTATUS=listening on %s port %d, generation %s\nMAINPID=%lu", fe->bc.host, fe->bc.port,
                fe->generation_text, (unsigned long)getpid());
     service_started();
+    service_watchdog_start(&fe->watchdog, fe->loop, BS_COMPONENT);
     return 0;
 }
 

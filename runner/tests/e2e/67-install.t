@@ -3,7 +3,7 @@
 # DESTDIR (PREFIX=/usr/local), checks what it put where with which modes
 # and owners, creates the pepsi user from the same sysusers.d file the
 # install ships (into an empty root, and on this machine when root, as CI
-# is), checks the three installed units with `systemd-analyze verify` (no
+# is), checks the four installed units with `systemd-analyze verify` (no
 # output at all: no unknown key on systemd 252, every command and man page
 # found) and the man pages with groff and man, then runs the INSTALLED
 # binary as the pepsi user (runuser) with the INSTALLED configuration,
@@ -13,7 +13,7 @@
 # under the test's), make install applies the sysusers file itself;
 # `make uninstall` removes all but the configuration.
 . "$(dirname "$0")/lib.sh"
-plan 32
+plan 33
 
 root_user() { [ "$(id -u)" = 0 ]; }
 skip() { echo "ok $((_t_n + 1)) # skip $1"; _t_n=$((_t_n + 1)); }
@@ -59,11 +59,11 @@ cmp -s "$E2E_ROOT/conf/pepsi.sysusers" "$dest/usr/lib/sysusers.d/pepsi.conf"
 is $? 0 "it is conf/pepsi.sysusers, the file applied above"
 units_ok() {
     local u
-    for u in pepsi-runner pepsi-ingress pepsi-maintain; do
+    for u in pepsi-runner pepsi-ingress pepsi-maintain pepsi-beanstalk; do
         [ "$(mode_of "$dest/lib/systemd/system/$u.service")" = "644 root:root" ] || return 1
     done
 }
-ok "the three units are installed 0644" units_ok
+ok "the four units are installed 0644" units_ok
 is "$(mode_of "$dest/usr/local/share/man/man8/pepsi-runner.8") $(mode_of "$dest/usr/local/share/man/man5/pepsi.conf.5")" \
    "644 root:root 644 root:root" "pepsi-runner(8) and pepsi.conf(5) are installed"
 ok "the README the units' Documentation= names is installed" test -f "$dest/usr/local/share/doc/pepsi/README.md"
@@ -81,7 +81,7 @@ cp -a "$dest" "$vroot"
 mkdir -p "$vroot/usr/lib/systemd" "$vroot/bin"
 cp -a /usr/lib/systemd/system "$vroot/usr/lib/systemd/"
 cp /bin/kill "$vroot/bin/"
-for u in pepsi-runner pepsi-ingress pepsi-maintain; do
+for u in pepsi-runner pepsi-ingress pepsi-maintain pepsi-beanstalk; do
     out=$(MANPATH=$vroot/usr/local/share/man systemd-analyze verify --root="$vroot" "$u.service" 2>&1)
     is "$out" "" "systemd-analyze verify $u.service prints nothing"
 done
