@@ -50,6 +50,7 @@ LISTEN = 127.0.0.1:0
 MAX_JOB_SIZE = 1000
 CONNECTIONS = 2
 REAP_INTERVAL = 1s
+${2:-}
 EOF
 }
 
@@ -96,6 +97,31 @@ ok "T-39: and its generation and sessions" \
                      (select count(*) from pepsi.beanstalk_session s where s.frontend_id <> ${BS_GEN[1]})" "1,0" 10
 ok "the surviving frontend logged the reap" grep -Eq 'reaped 1 dead frontend' "$E2E_DIR/beanstalk.1.log"
 exec 8>&-
+
+# Limits and a lost control connection, on a third frontend.
+conf3=$E2E_DIR/pepsi3.conf
+bs_conf "$conf3" "MAX_CLIENTS = 1"
+ok "a third frontend starts" start_bs 3 "$conf3"
+py_checks maxclients "${BS_PORT[3]}"
+exec 9> >(timeout 120 /usr/bin/python3 "$CLIENT" wait-close "${BS_PORT[3]}" > "$E2E_DIR/wait-close.out" 2>&1)
+ok "a client of frontend 3 waits in reserve" wait_cmd 20 grep -q '^held' "$E2E_DIR/wait-close.out"
+sql "select pg_terminate_backend(backend_pid) from pepsi.beanstalk_frontend where frontend_id = ${BS_GEN[3]}" >/dev/null
+ok "its control connection (the generation's lock) is lost: the client connection is closed" \
+    wait_cmd 10 grep -q '^closed' "$E2E_DIR/wait-close.out"
+wait "${BS_PID[3]}"
+is $? 1 "and the frontend exits 1, for systemd to start a new generation"
+ok "it said why" grep -Eq 'lost the control connection' "$E2E_DIR/beanstalk.3.log"
+exec 9>&-
+
+# The runner refuses a [stage-beanstalk] section (exit 78).
+write_conf "$E2E_DIR/stage.conf" <<EOF
+[stage-beanstalk]
+PROGRAM = pepsi-stage-pass
+EOF
+run_runner "$E2E_DIR/stage.log" -c "$E2E_DIR/stage.conf" serve
+is $? 78 "a [stage-beanstalk] section: the runner refuses to start (exit 78)"
+ok "saying the name is reserved for the beanstalkd frontend" \
+    grep -Eq 'stage name "beanstalk" is reserved for the beanstalkd frontend' "$E2E_DIR/stage.log"
 
 # SIGTERM: exit 0, every session closed.
 kill -TERM "${BS_PID[1]}"

@@ -11,6 +11,8 @@ The expected replies are beanstalkd 1.12's, byte for byte
   protocol PORT       every command and error reply on one frontend
   t31 PORT PORT2      parallel use/watch of one new tube through two frontends
   hold PORT TUBE      use and watch TUBE, print "held", wait for stdin to close
+  maxclients PORT     a frontend with MAX_CLIENTS = 1 closes a second client
+  wait-close PORT     a reserve waits; prints "closed" when the server closes
 """
 import re
 import socket
@@ -388,6 +390,23 @@ def scenario_hold(port, tube):
     sys.stdin.read()
 
 
+def scenario_maxclients(port):
+    a = Client(port)
+    expect(a, b"list-tube-used\r\n", b"USING default\r\n", "MAX_CLIENTS = 1: the first client is served")
+    b = Client(port)
+    out(b.closed(), "MAX_CLIENTS = 1: a second client's connection is closed at once", "")
+    a.close()
+
+
+def scenario_wait_close(port):
+    """Prints "held" once in, "closed" when the server closes the connection."""
+    c = Client(port)
+    c.cmd(b"watch waitclose\r\n")
+    c.send(b"reserve\r\n")
+    print("held", flush=True)
+    print("closed" if c.closed(60) else "open", flush=True)
+
+
 def main():
     try:
         name = sys.argv[1]
@@ -395,6 +414,10 @@ def main():
             scenario_protocol(int(sys.argv[2]))
         elif name == "t31":
             scenario_t31(int(sys.argv[2]), int(sys.argv[3]))
+        elif name == "maxclients":
+            scenario_maxclients(int(sys.argv[2]))
+        elif name == "wait-close":
+            scenario_wait_close(int(sys.argv[2]))
         elif name == "hold":
             scenario_hold(int(sys.argv[2]), sys.argv[3])
         else:
