@@ -4,6 +4,7 @@
  * beanstalkd), a put's body framing, and the YAML of the stats replies. */
 #include "unit.h"
 
+#include "beanstalk/bconf.h"
 #include "beanstalk/proto.h"
 
 #include <stdlib.h>
@@ -326,8 +327,41 @@ static void check_yaml(void)
     bs_buf_free(&r);
 }
 
+/* [pepsi-beanstalk]'s LISTEN and its defaults (bconf.c). */
+static void check_conf(void)
+{
+    struct bs_conf c;
+    struct conf conf;
+    char err[512];
+    memset(&conf, 0, sizeof conf);
+    conf.path = "t.conf";
+    CHECK_INT(bconf_load(&conf, &c, err, sizeof err), 0, "[pepsi-beanstalk] defaults load");
+    CHECK(strcmp(c.host, "127.0.0.1") == 0 && c.port == 11300 && c.max_job_size == 65535 && c.connections == 4 &&
+              c.max_clients == 1024 && c.reap_interval_ms == 5000,
+          "defaults: 127.0.0.1:11300, MAX_JOB_SIZE 65535, CONNECTIONS 4, MAX_CLIENTS 1024, REAP_INTERVAL 5s");
+    CHECK(bconf_parse_listen("0.0.0.0:0", &c) == 0 && strcmp(c.host, "0.0.0.0") == 0 && c.port == 0,
+          "LISTEN 0.0.0.0:0");
+    CHECK(bconf_parse_listen("[::1]:11301", &c) == 0 && strcmp(c.host, "::1") == 0 && c.port == 11301,
+          "LISTEN [::1]:11301");
+    CHECK(bconf_parse_listen("11302", &c) == 0 && strcmp(c.host, "127.0.0.1") == 0 && c.port == 11302,
+          "LISTEN 11302: the port on 127.0.0.1");
+    CHECK(bconf_parse_listen("localhost:11300", &c) != 0, "LISTEN takes an address, not a host name");
+    CHECK(bconf_parse_listen("127.0.0.1:65536", &c) != 0, "LISTEN: a port over 65535 is refused");
+    struct conf_kv kv[] = {{(char *)"CONNECTIONS", (char *)"0", 7}};
+    conf.beanstalk = kv;
+    conf.n_beanstalk = 1;
+    CHECK_INT(bconf_load(&conf, &c, err, sizeof err), -1, "CONNECTIONS 0 is refused");
+    CHECK_STR(err, "t.conf:7: key \"CONNECTIONS\" in [pepsi-beanstalk]: expected a whole number in range (1 to 64), not \"0\"",
+              "with the file, line and key");
+    struct conf_kv kv2[] = {{(char *)"PORT", (char *)"1", 3}};
+    conf.beanstalk = kv2;
+    CHECK_INT(bconf_load(&conf, &c, err, sizeof err), -1, "an unknown key is refused");
+    CHECK_CONTAINS(err, "t.conf:3: key \"PORT\" in [pepsi-beanstalk]: unknown key", "naming it");
+}
+
 int main(void)
 {
+    check_conf();
     check_commands();
     check_errors();
     check_framing();

@@ -123,10 +123,15 @@ is $? 78 "a [stage-beanstalk] section: the runner refuses to start (exit 78)"
 ok "saying the name is reserved for the beanstalkd frontend" \
     grep -Eq 'stage name "beanstalk" is reserved for the beanstalkd frontend' "$E2E_DIR/stage.log"
 
-# SIGTERM: exit 0, every session closed.
+# SIGTERM: exit 0, every session closed, a waiting client's too.
+exec 9> >(timeout 120 /usr/bin/python3 "$CLIENT" wait-close "${BS_PORT[1]}" > "$E2E_DIR/wait-close1.out" 2>&1)
+ok "a client of frontend 1 waits in reserve" wait_cmd 20 grep -q '^held' "$E2E_DIR/wait-close1.out"
+is "$(sql "select count(*) from pepsi.beanstalk_session")" 1 "its session is open"
 kill -TERM "${BS_PID[1]}"
 wait "${BS_PID[1]}"
 is $? 0 "SIGTERM: the frontend exits 0"
+ok "the waiting client's connection was closed" wait_cmd 10 grep -q '^closed' "$E2E_DIR/wait-close1.out"
 is "$(sql "select count(*) from pepsi.beanstalk_session")" 0 "its sessions were closed in SQL"
+exec 9>&-
 
 done_testing
