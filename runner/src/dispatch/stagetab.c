@@ -1,6 +1,8 @@
 /* dispatch/stagetab.c — see stagetab.h. */
 #include "dispatch/stagetab.h"
 
+#include <stdio.h>
+
 #include "dispatch/graph.h"
 #include "lib/overlay.h"
 #include "lib/util.h"
@@ -15,6 +17,17 @@ struct stagetab *stagetab_load(const char *path, const PGresult *res, struct poo
 {
     struct stagetab *t = xcalloc(1, sizeof *t);
     if (overlay_apply(path, res, &t->conf, err, errlen) != 0) {
+        free(t);
+        return NULL;
+    }
+    /* Issue 17: the beanstalkd frontend's pull stage, which no runner
+     * claims; refused from the overlay too (the file's is refused earlier,
+     * main.c). */
+    if (conf_stage(&t->conf, "beanstalk") != NULL) {
+        snprintf(err, errlen, "stage \"beanstalk\" (from %s): the stage name \"beanstalk\" is reserved for the "
+                 "beanstalkd frontend (pepsi-runner beanstalk)",
+                 conf_stage(&t->conf, "beanstalk")->program_line < 0 ? "pepsi.config_override" : path);
+        conf_free(&t->conf);
         free(t);
         return NULL;
     }

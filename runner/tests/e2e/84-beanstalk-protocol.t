@@ -122,6 +122,12 @@ run_runner "$E2E_DIR/stage.log" -c "$E2E_DIR/stage.conf" serve
 is $? 78 "a [stage-beanstalk] section: the runner refuses to start (exit 78)"
 ok "saying the name is reserved for the beanstalkd frontend" \
     grep -Eq 'stage name "beanstalk" is reserved for the beanstalkd frontend' "$E2E_DIR/stage.log"
+write_conf "$E2E_DIR/ok.conf" </dev/null
+sql "select pepsi.config_set('beanstalk', 'PROGRAM', 'pepsi-stage-pass')" >/dev/null
+run_runner "$E2E_DIR/overlay.log" -c "$E2E_DIR/ok.conf" serve
+is $? 78 "a [stage-beanstalk] from the overlay (pepsi.config_override): refused too (exit 78)"
+ok "saying so" grep -Eq 'pepsi.config_override.*reserved for the beanstalkd frontend' "$E2E_DIR/overlay.log"
+sql "select pepsi.config_remove_stage('beanstalk')" >/dev/null
 
 # SIGTERM: exit 0, every session closed, a waiting client's too.
 exec 9> >(timeout 120 /usr/bin/python3 "$CLIENT" wait-close "${BS_PORT[1]}" > "$E2E_DIR/wait-close1.out" 2>&1)
