@@ -100,8 +100,10 @@ static void answer_reserve(struct bs_session *s, const PGresult *r)
     } else if (strcmp(outcome, "DEADLINE_SOON") == 0) {
         reply_str(s, BS_DEADLINE_SOON);
     } else if (strcmp(outcome, "NONE") == 0 && s->cmd.op != BS_OP_RESERVE_JOB) {
-        int c = PQfnumber(r, "next_ms");
-        bs_session_wait(s, c < 0 || PQgetisnull(r, 0, c) ? -1 : strtoll(PQgetvalue(r, 0, c), NULL, 10));
+        int c = PQfnumber(r, "next_ms"), a = PQfnumber(r, "next_at_ms");
+        bool none = c < 0 || a < 0 || PQgetisnull(r, 0, c);
+        bs_session_wait(s, none ? -1 : strtoll(PQgetvalue(r, 0, c), NULL, 10),
+                        none ? 0 : strtoll(PQgetvalue(r, 0, a), NULL, 10));
     } else {
         reply_str(s, BS_NOT_FOUND);
     }
@@ -376,7 +378,8 @@ static void run_reserve(struct bs_session *s)
     char *tubes = pgarray_finish(&a);
     const char *p[] = {s->id_text, tubes};
     send_query(s,
-               "select outcome, job_id, body, (extract(epoch from (next_at - now())) * 1000)::bigint as next_ms"
+               "select outcome, job_id, body, (extract(epoch from (next_at - now())) * 1000)::bigint as next_ms,"
+               " (extract(epoch from next_at) * 1000)::bigint as next_at_ms"
                " from pepsi.beanstalk_reserve($1::bigint, $2::text[])",
                2, p, command_cb);
     free(tubes);

@@ -21,6 +21,7 @@
 #define WRITE_HIGH (256 * 1024)   /* replies queued above this: run no command until they are sent */
 #define NEVER UINT64_MAX
 #define MIN_WAIT_MS 5             /* a next_at already due is tried again after this */
+#define DEADLINE_SOON_MS 1000     /* beanstalkd's safety margin before a TTR deadline */
 
 static void pump(struct bs_session *s);
 
@@ -175,7 +176,7 @@ static void wake_cb(uv_timer_t *t)
     bs_backend_run(s);
 }
 
-void bs_session_wait(struct bs_session *s, int64_t wait_ms)
+void bs_session_wait(struct bs_session *s, int64_t wait_ms, int64_t next_at_ms)
 {
     if (s->gone) {
         maybe_close_sql(s);
@@ -196,6 +197,10 @@ void bs_session_wait(struct bs_session *s, int64_t wait_ms)
         return;
     }
     uint64_t delay = NEVER;
+    if (wait_ms > DEADLINE_SOON_MS && next_at_ms != s->early_for) {
+        s->early_for = next_at_ms; /* a second early: DEADLINE_SOON if it is a TTR of our own */
+        wait_ms -= DEADLINE_SOON_MS;
+    }
     if (wait_ms >= 0)
         delay = wait_ms < MIN_WAIT_MS ? MIN_WAIT_MS : (uint64_t)wait_ms;
     if (s->deadline_ms != NEVER && s->deadline_ms - now < delay)
@@ -273,6 +278,7 @@ static void run_command(struct bs_session *s, const struct bs_cmd *cmd, char *bo
     free(s->body);
     s->body = body;
     s->rewake = false;
+    s->early_for = 0;
     if (run_local(s)) {
         free(s->body);
         s->body = NULL;

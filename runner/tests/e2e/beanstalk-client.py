@@ -243,6 +243,15 @@ def scenario_protocol(port):
     out(s.get("timeouts") == "1" and s.get("reserves") == "2", "stats-job: timeouts 1, reserves 2", repr(s))
     b.cmd(b"delete %d\r\n" % jid)
 
+    # a reserve waiting while the client holds a job: DEADLINE_SOON when the
+    # job enters the last second of its TTR (beanstalkd wakes it then)
+    jd = put(a, b"dl", ttr=3)
+    expect(a, b"reserve-job %d\r\n" % jd, b"RESERVED %d 2\r\ndl\r\n" % jd, "reserve-job a job with ttr 3")
+    got, secs = timed(a, b"reserve\r\n")
+    out(got == b"DEADLINE_SOON\r\n" and 1.5 <= secs <= 2.8,
+        "a waiting reserve is answered DEADLINE_SOON as the job enters its last second (%.2f s)" % secs, repr(got))
+    a.cmd(b"delete %d\r\n" % jd)
+
     # a reserve blocked in one client is woken by a put from another
     b.cmd(b"watch wake1\r\n")
     b.cmd(b"ignore t1\r\n")
