@@ -14,11 +14,13 @@ sql "create extension if not exists pg_stat_statements" >/dev/null
 N=3000
 not() { ! "$@"; }
 
-# Worker result calls (one per batch a worker commits) for one run.
+# Worker result calls for one run: one per batch a worker commits, or per
+# message it answers alone (advance/finish).
 commit_calls() {
     sql "select coalesce(sum(calls), 0) from pg_stat_statements s
           where s.dbid = (select oid from pg_database where datname = current_database())
-            and s.query like '%pepsi.workqueue_commit%'"
+            and (s.query like '%pepsi.workqueue_commit%' or s.query like '%pepsi.workqueue_advance%'
+                 or s.query like '%pepsi.workqueue_finish%')"
 }
 
 run_pass() { # QUEUE_LIMIT-line NAME -> sets CALLS, CLAIMS and RUNNER_LOG
