@@ -781,8 +781,40 @@ static void test_value_vectors(void)
     json_decref(all);
 }
 
+/* issue 19: QUEUE_LIMIT unset lets the dispatcher adapt the hand-out up to
+ * CONF_HAND_LIMIT_MAX; set in the file or the overlay, it is exact. */
+static void test_hand_max(void)
+{
+    struct conf c;
+    char path[64], err[1024] = "";
+    if (good("[stage-a]\nPROGRAM = p\n[stage-b]\nPROGRAM = p\nQUEUE_LIMIT = 4\n"
+             "[stage-c]\nPROGRAM = p\nQUEUE_LIMIT = 100\n", &c, "three stages") != 0)
+        return;
+    CHECK(!c.stages[0].queue_limit_set, "issue 19: QUEUE_LIMIT unset is known as unset");
+    CHECK_INT(conf_stage_hand_max(&c.stages[0]), CONF_HAND_LIMIT_MAX, "issue 19: unset: up to 64 at once");
+    CHECK(c.stages[1].queue_limit_set, "issue 19: QUEUE_LIMIT = 4 written out is set");
+    CHECK_INT(conf_stage_hand_max(&c.stages[1]), 4, "D-66: set to the default: exactly 4");
+    CHECK_INT(conf_stage_hand_max(&c.stages[2]), 100, "D-66: set above the adaptive maximum: exactly it");
+    conf_free(&c);
+
+    const char *text = "[stage-a]\nPROGRAM = p\nQUEUE_LIMIT = 8\n[stage-b]\nPROGRAM = p\n";
+    if (temp_file(text, strlen(text), path, sizeof path) == NULL) {
+        CHECK(0, "temp file");
+        return;
+    }
+    const struct conf_override rows[] = {{"stage-a", "QUEUE_LIMIT", NULL}, {"stage-b", "QUEUE_LIMIT", "2"}};
+    CHECK_INT(conf_load_overlay(path, rows, 2, &c, err, sizeof err), 0, "the overlay loads: %s", err);
+    CHECK(!c.stages[0].queue_limit_set && c.stages[0].queue_limit == 4,
+          "issue 19: the overlay unsets QUEUE_LIMIT: the default, adaptive again");
+    CHECK(c.stages[1].queue_limit_set && conf_stage_hand_max(&c.stages[1]) == 2,
+          "issue 19: the overlay sets QUEUE_LIMIT: exact");
+    conf_free(&c);
+    unlink(path);
+}
+
 int main(void)
 {
+    test_hand_max();
     test_value_vectors();
     test_defaults();
     test_all_keys_set();

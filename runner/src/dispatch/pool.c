@@ -21,6 +21,7 @@ extern char **environ;
 #define HANDLES_PER_WORKER 5   /* process, stdin, stdout, stderr, runtime timer */
 #define RSS_CHECK_MS 100       /* a worker's memory is read at most this often (issue 19), */
 #define RSS_CHECK_MESSAGES 16  /* and at least every this many messages handed to it */
+#define HAND_QUEUED_MS 20      /* an adaptive hand-out holds about this much work per worker */
 
 struct worker {
     struct worker *next;
@@ -31,7 +32,8 @@ struct worker {
     uv_timer_t runtime;            /* MAX_RUNTIME of the head message (D-82, D-83) */
     int open_handles;              /* freed when the last one is closed */
     int pid;
-    int64_t *ids;                  /* ring of unanswered ids, QUEUE_LIMIT long */
+    int64_t *ids;                  /* ring of unanswered ids, ring long */
+    size_t ring;                   /* the stage's hand_max */
     size_t head;
     size_t count;
     uint64_t head_since_us;        /* when the head message started (ready and at head) */
@@ -103,6 +105,28 @@ void stage_init(struct stage *s, const struct stage_conf *conf, struct pool_env 
     s->parallelism_cap = conf->parallelism;
     s->rss_recycle = conf->max_messages == 0 && program_is_builtin(conf->program, env->self_dir);
     s->max_messages = conf->max_messages > 0 ? conf->max_messages : s->rss_recycle ? INT_MAX : CONF_MAX_MESSAGES;
+    s->hand_max = conf_stage_hand_max(conf);
+    s->hand_limit = conf->queue_limit;
+}
+
+void stage_adapt(struct stage *s, int asked, int got)
+{
+    int floor = s->conf->queue_limit;
+    if (s->hand_max <= floor || asked <= 0)
+        return;
+    if (got < asked) {
+        s->hand_limit = s->hand_limit / 2 > floor ? s->hand_limit / 2 : floor;
+        return;
+    }
+    if (s->service_us <= 0)
+        return; /* no pace measured yet */
+    int64_t by_pace = HAND_QUEUED_MS * 1000 / s->service_us;
+    int target = by_pace > s->hand_max ? s->hand_max : by_pace < floor ? floor : (int)by_pace;
+    int next = s->hand_limit * 2 < target ? s->hand_limit * 2 : target;
+    if (next != s->hand_limit)
+        log_debug(s->name, "handing %d id(s) per worker (a backlog; %lld us a message)", next,
+                  (long long)s->service_us);
+    s->hand_limit = next;
 }
 
 static bool worker_usable(const struct worker *w)
@@ -145,7 +169,9 @@ static bool stage_may_spawn(const struct stage *s, uint64_t now)
  * than its child may still handle before it is recycled (D-68). */
 static int worker_room(const struct worker *w)
 {
-    int room = w->stage->conf->queue_limit - (int)w->count;
+    int room = w->stage->hand_limit - (int)w->count;
+    if (room < 0)
+        room = 0; /* the hand-out shrank below what it holds */
     if (w->self_recycles)
         return room;
     int left = w->stage->max_messages - w->handed;
@@ -154,7 +180,7 @@ static int worker_room(const struct worker *w)
 
 int stage_capacity(const struct stage *s, uint64_t now)
 {
-    int q = s->conf->queue_limit, free_slots = 0, usable = 0;
+    int q = s->hand_limit, free_slots = 0, usable = 0;
 
     if (s->env->shutting_down || s->retired)
         return 0;
@@ -259,7 +285,7 @@ static int64_t worker_head(const struct worker *w)
 static int64_t worker_pop(struct worker *w)
 {
     int64_t id = w->ids[w->head];
-    w->head = (w->head + 1) % (size_t)w->stage->conf->queue_limit;
+    w->head = (w->head + 1) % w->ring;
     w->count--;
     w->stage->inflight--;
     return id;
@@ -303,7 +329,7 @@ static void write_done_cb(uv_write_t *req, int status)
 /* Appends ids to the worker's queue and writes them in one buffer (D-66). */
 static void worker_give(struct worker *w, const int64_t *ids, size_t n, uint64_t now)
 {
-    size_t q = (size_t)w->stage->conf->queue_limit;
+    size_t q = w->ring;
     size_t cap = n * 21 + 1;
     struct write_req *wr = xmalloc(sizeof *wr + cap);
     size_t len = proto_format_ids(wr->buf, cap, ids, n);
@@ -417,6 +443,11 @@ static int worker_status_line(struct worker *w, const char *line, size_t len)
     }
     uint64_t usec = now_us() - w->head_since_us;
     int64_t id = worker_pop(w);
+    /* The stage's pace, for the adaptive hand-out: a batching worker
+     * answers its batch at once, so the first answer carries the batch's
+     * time and the others none; the average is the time per message. */
+    int64_t *pace = &w->stage->service_us;
+    *pace = *pace ? *pace + ((int64_t)usec - *pace) / 16 : (int64_t)usec + 1;
     w->after_74 = st.status == EXIT_IOERR;
     w->stage->protocol_violations = 0;
     uv_timer_stop(&w->runtime);
@@ -810,7 +841,9 @@ static char **build_env(const struct stage *s)
      * startup_connect): a worker whose level that range covers need not
      * check it again (issue 19). Empty before a check: workers check. */
     env[k++] = xasprintf("PEPSI_SCHEMA_VERIFIED=%s", schema_verified_token());
-    env[k++] = xasprintf("PEPSI_QUEUE_LIMIT=%d", s->conf->queue_limit);
+    /* The most it may be handed at once (with QUEUE_LIMIT unset, the
+     * adaptive maximum): a worker that batches sizes its batch by it. */
+    env[k++] = xasprintf("PEPSI_QUEUE_LIMIT=%d", s->hand_max);
     env[k++] = xasprintf("PEPSI_MAX_LIFETIME_MS=%lld", (long long)s->conf->max_lifetime_ms);
     env[k++] = xasprintf("PEPSI_MAX_HOPS=%d", pe->max_hops);
     env[k++] = xasprintf("PEPSI_WORKER_SYNCHRONOUS_COMMIT=%s", pe->worker_synchronous_commit ? "yes" : "no");
@@ -882,7 +915,8 @@ static struct worker *worker_spawn(struct stage *s, uint64_t now)
 {
     struct worker *w = xcalloc(1, sizeof *w);
     w->stage = s;
-    w->ids = xcalloc((size_t)s->conf->queue_limit, sizeof *w->ids);
+    w->ring = (size_t)s->hand_max;
+    w->ids = xcalloc(w->ring, sizeof *w->ids);
     w->state = WORKER_STARTING;
     w->idle_since_ms = now;
     w->rss_ready_kb = -1;

@@ -82,6 +82,12 @@ struct stage {
     int max_messages;              /* D-68's bound in effect: MAX_MESSAGES, else 1000 or, for a
                                       built-in, none (issue 19) */
     bool rss_recycle;              /* a built-in without MAX_MESSAGES: recycled on MAX_RSS_GROWTH */
+    int hand_max;                  /* the most ids one worker may hold: conf_stage_hand_max */
+    int hand_limit;                /* what a worker is handed now: QUEUE_LIMIT, or up to hand_max
+                                      while the stage has a backlog (stage_adapt, issue 19) */
+    int64_t service_us;            /* moving average of a message's time at the head of a worker */
+    int claim_asked;               /* capacity asked in the claim in flight, */
+    int claim_got;                 /* and the rows it brought */
     struct stage_delta delta;      /* statistics since the last flush */
 };
 
@@ -96,6 +102,14 @@ int stage_capacity(const struct stage *s, uint64_t now);
  * first and starting workers as needed (D-64, D-66). Returns how many
  * were taken; the caller gives the rest back. */
 size_t stage_assign(struct stage *s, const int64_t *ids, size_t n, uint64_t now);
+
+/* After each claim: the stage asked for asked ids and got got. A full
+ * claim means a backlog: when QUEUE_LIMIT is unset, the ids handed to one
+ * worker double, up to hand_max and to about HAND_QUEUED_MS of work at the
+ * stage's measured pace, so a busy stage commits in larger batches and
+ * claims less often; a claim that is not full halves them again, down to
+ * QUEUE_LIMIT (issue 19; past D-66, documented in the README). */
+void stage_adapt(struct stage *s, int asked, int got);
 
 /* Once a second: stops idle workers (D-65), recycles drained ones (D-68),
  * kills workers that do not exit when asked, finishes exited ones. */

@@ -23,8 +23,10 @@ char *reconcile_limits_json(const struct conf *c)
     int rc = obj ? 0 : -1;
     for (size_t i = 0; c && rc == 0 && i < c->n_stages; i++) {
         const struct stage_conf *s = &c->stages[i];
+        /* The most a message may wait behind in one worker's queue: the
+         * adaptive hand-out's maximum when QUEUE_LIMIT is unset (issue 19). */
         json_t *lim = json_pack("{s:I,s:i}", "max_runtime_ms", (json_int_t)s->max_runtime_ms, "queue_limit",
-                                s->queue_limit);
+                                conf_stage_hand_max(s));
         rc = lim ? json_object_set_new(obj, s->name, lim) : -1;
     }
     char *text = rc == 0 ? json_dumps(obj, JSON_COMPACT | JSON_SORT_KEYS) : NULL;

@@ -48,6 +48,8 @@ static void claim_assign(struct runner *r, const struct claim_row *rows, int n)
         while (j < n && strcmp(rows[j].stage, name) == 0)
             ids[k++] = rows[j++].id;
         struct stage *s = stage_by_name(r, name);
+        if (s)
+            s->claim_got += (int)k;
         size_t taken = s ? stage_assign(s, ids, k, now) : 0;
         for (size_t m = taken; m < k; m++) {
             back[nback] = ids[m];
@@ -101,6 +103,10 @@ static void claim_done(struct db *db, PGresult *res, void *arg)
     } else {
         claimer_claimed(r->claimer, rows, n, now_ms()); /* D-49: charged at once */
         claim_assign(r, rows, n);
+        for (size_t i = 0; i < r->tabs->n_stages; i++) {
+            struct stage *s = &r->tabs->stages[i];
+            stage_adapt(s, s->claim_asked, s->claim_got);
+        }
     }
     free(rows);
     PQclear(res);
@@ -124,6 +130,8 @@ static void claim_round(struct runner *r)
     for (size_t i = 0; i < n; i++) {
         stages[i] = &r->tabs->stages[i];
         caps[i] = stage_capacity(stages[i], now);
+        stages[i]->claim_asked = caps[i];
+        stages[i]->claim_got = 0;
         included += caps[i] > 0;
     }
     r->claim_wanted = false;

@@ -29,6 +29,8 @@ struct stage_conf {
     int program_line;                /* its line in the file; -1: from the overlay */
     int parallelism;                 /* PARALLELISM, default 4 */
     int queue_limit;                 /* QUEUE_LIMIT, default 4 */
+    bool queue_limit_set;            /* QUEUE_LIMIT was set (file or overlay): no adaptive
+                                        hand-out (conf_stage_hand_max, issue 19) */
     int max_messages;                /* MAX_MESSAGES, 0 (default): unset, see CONF_MAX_MESSAGES */
     int max_rss_growth_mb;           /* MAX_RSS_GROWTH, default 64 (MiB) */
     int64_t worker_idle_timeout_ms;  /* WORKER_IDLE_TIMEOUT, default 5 s */
@@ -42,6 +44,14 @@ struct stage_conf {
     struct conf_kv *own;             /* the stage's own keys (e.g. COMMAND) */
     size_t n_own;
 };
+
+/* The most ids the dispatcher hands one worker of the stage at once. With
+ * QUEUE_LIMIT set, exactly QUEUE_LIMIT (D-66). Unset, the dispatcher may
+ * hand up to CONF_HAND_LIMIT_MAX while the stage has a backlog (issue 19,
+ * dispatch/pool.c stage_adapt): workers and the reconciliation's stuck
+ * bound are sized for this maximum. */
+#define CONF_HAND_LIMIT_MAX 64
+int conf_stage_hand_max(const struct stage_conf *s);
 
 struct conf {
     char *path;                      /* the file read, or a name for a string */

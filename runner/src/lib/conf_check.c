@@ -52,6 +52,7 @@ void conf_check_stages(struct parser *p)
     for (size_t i = 0; i < p->c->n_stages && !p->failed; i++) {
         struct stage_conf *s = &p->c->stages[i];
         s->program_line = p->stage_key_line[i][key_index("PROGRAM")];
+        s->queue_limit_set = p->stage_key_line[i][key_index("QUEUE_LIMIT")] != 0;
         if (!s->program) {
             parser_fail(p, s->line, "section [stage-%s]: PROGRAM is required", s->name);
             return;

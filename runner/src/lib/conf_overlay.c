@@ -56,6 +56,7 @@ static int own_set(struct parser *p, struct stage_conf *s, const char *key, cons
 static int common_unset(struct parser *p, const struct conf_key *k, struct stage_conf *s)
 {
     char why[256];
+    p->stage_key_line[p->stage][conf_key_index(k)] = 0; /* as if never set: QUEUE_LIMIT adapts again */
     if (k->def == NULL) {
         char **field = (char **)(void *)((char *)s + k->off);
         free(*field);

@@ -126,11 +126,23 @@ static ssize_t read_line(struct pepsi_worker *w, char *line, size_t cap)
     }
 }
 
+/* The most ids one batch takes: what the dispatcher may hand at once
+ * (PEPSI_QUEUE_LIMIT: QUEUE_LIMIT, or the adaptive hand-out's maximum
+ * when QUEUE_LIMIT is unset, issue 19), else the section's QUEUE_LIMIT
+ * (a worker started by hand). */
+static size_t batch_max(const struct pepsi_worker *w)
+{
+    int n = 0;
+    if (conf_parse_int(getenv("PEPSI_QUEUE_LIMIT"), 1, SDK_MAX_BATCH, &n) != 0)
+        n = w->section->queue_limit;
+    return n > SDK_MAX_BATCH ? SDK_MAX_BATCH : (size_t)n;
+}
+
 /* Whether the stage can take its ids in batches: it loads no body (D-69,
  * D-73) and the dispatcher may hand it more than one at a time. */
-static bool batchable(const struct pepsi_worker *w)
+static bool batchable(const struct pepsi_worker *w, size_t max)
 {
-    return !w->def->loads_body && w->section->queue_limit > 1;
+    return !w->def->loads_body && max > 1;
 }
 
 static int serve_ids(struct pepsi_worker *w)
@@ -139,15 +151,13 @@ static int serve_ids(struct pepsi_worker *w)
     ssize_t len;
     int64_t ids[SDK_MAX_BATCH];
     static struct sdk_result results[SDK_MAX_BATCH];
-    size_t max = (size_t)w->section->queue_limit;
-    if (max > SDK_MAX_BATCH)
-        max = SDK_MAX_BATCH;
+    size_t max = batch_max(w);
     while (!terminate && (len = read_line(w, line, sizeof line)) >= 0) {
         if (proto_parse_id(line, (size_t)len, &ids[0]) != 0) {
             log_error(w->stage, "unreadable message id \"%s\" from the dispatcher", line);
             return 1;
         }
-        int more = batchable(w) ? sdk_gather_ids(w, ids + 1, max - 1) : 0;
+        int more = batchable(w, max) ? sdk_gather_ids(w, ids + 1, max - 1) : 0;
         if (more < 0)
             return 1;
         size_t n = 1 + (size_t)more;
