@@ -84,6 +84,11 @@ exec 7>&-
 ok "T-35: once both clients are gone, the empty tube is gone" \
     wait_for "select count(*) from pepsi.tubes where tube = 't31tube'" 0 10
 
+# A worker loop across both frontends: SKIP LOCKED, wake-ups, no job twice.
+py_checks loop "${BS_PORT[1]}" "${BS_PORT[2]}" 2000
+is "$(sql "select count(*) from pepsi.workqueue where stage = 'beanstalk' and tube = 'loop1'")" 0 \
+   "worker loop: no job left behind"
+
 # T-39: a frontend killed with SIGKILL: its sessions and references are reaped.
 exec 8> >(timeout 120 /usr/bin/python3 "$CLIENT" hold "${BS_PORT[2]}" reaped1 > "$E2E_DIR/hold.out" 2>&1)
 ok "a client of frontend 2 uses and watches reaped1" wait_cmd 20 grep -q '^held' "$E2E_DIR/hold.out"

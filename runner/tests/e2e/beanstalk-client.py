@@ -11,6 +11,7 @@ The expected replies are beanstalkd 1.12's, byte for byte
   protocol PORT       every command and error reply on one frontend
   t31 PORT PORT2      parallel use/watch of one new tube through two frontends
   hold PORT TUBE      use and watch TUBE, print "held", wait for stdin to close
+  loop PORT PORT2 N   N jobs put and consumed through two frontends, each once
   maxclients PORT     a frontend with MAX_CLIENTS = 1 closes a second client
   wait-close PORT     a reserve waits; prints "closed" when the server closes
 """
@@ -391,6 +392,64 @@ def scenario_t31(port1, port2):
     sys.stdin.read()
 
 
+def scenario_loop(port1, port2, n):
+    """A producer putting n jobs through both frontends while four workers
+    (two per frontend) reserve and delete them: each exactly once."""
+    tube = b"loop1"
+    put_ids, reserved, errors, put_secs = [], [], [], []
+    lock = threading.Lock()
+    produced = threading.Event()
+
+    def producer():
+        try:
+            cs = [Client(port1), Client(port2)]
+            for c in cs:
+                c.cmd(b"use " + tube + b"\r\n")
+            t = time.monotonic()
+            for i in range(n):
+                r = cs[i % 2].cmd(b"put 0 0 30 5\r\nj%04d\r\n" % (i % 10000))
+                put_ids.append(job_id(r))
+            put_secs.append(time.monotonic() - t)
+        except Exception as e:
+            errors.append("producer: %r" % e)
+        produced.set()
+
+    def worker(port):
+        try:
+            c = Client(port)
+            c.cmd(b"watch " + tube + b"\r\n")
+            c.cmd(b"ignore default\r\n")
+            while True:
+                r = c.cmd(b"reserve-with-timeout 1\r\n", 10)
+                if r == b"TIMED_OUT\r\n":
+                    if produced.is_set():
+                        return
+                    continue
+                jid = job_id(r)
+                with lock:
+                    reserved.append(jid)
+                d = c.cmd(b"delete %d\r\n" % jid)
+                if d != b"DELETED\r\n":
+                    errors.append("delete %d: %r" % (jid, d))
+        except Exception as e:
+            errors.append("worker: %r" % e)
+
+    ts = [threading.Thread(target=producer)] + [threading.Thread(target=worker, args=(p,))
+                                                 for p in (port1, port2, port1, port2)]
+    t0 = time.monotonic()
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    secs = time.monotonic() - t0
+    out(len(put_ids) == n and -1 not in put_ids,
+        "worker loop: %d jobs put through two frontends (%.1f s)" % (n, put_secs[0] if put_secs else -1),
+        "%d put, errors %r" % (len(put_ids), errors[:5]))
+    out(sorted(reserved) == sorted(put_ids) and not errors,
+        "worker loop: four workers on two frontends reserved and deleted each job exactly once (%.1f s)" % secs,
+        "%d reserved, %d distinct, %d put, errors %r" % (len(reserved), len(set(reserved)), len(put_ids), errors[:5]))
+
+
 def scenario_hold(port, tube):
     c = Client(port)
     c.cmd(b"use " + tube.encode() + b"\r\n")
@@ -423,6 +482,8 @@ def main():
             scenario_protocol(int(sys.argv[2]))
         elif name == "t31":
             scenario_t31(int(sys.argv[2]), int(sys.argv[3]))
+        elif name == "loop":
+            scenario_loop(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))
         elif name == "maxclients":
             scenario_maxclients(int(sys.argv[2]))
         elif name == "wait-close":
