@@ -606,6 +606,9 @@ as $$
 declare
     v_id bigint;
 begin
+    if p_now is null then
+        raise exception 'p_now must not be NULL' using errcode = 'PX003';
+    end if;
     select w.workqueue_id into v_id from pepsi.workqueue w
      where w.workqueue_id = p_id and w.stage = 'beanstalk' and w.status in ('pending', 'paused', 'failed')
        for update skip locked;
@@ -737,9 +740,12 @@ set search_path = pg_catalog, pepsi, pg_temp
 as $$
 -- beanstalkd's touch: job p_id reserved by p_session gets a new deadline,
 -- p_now + ttr (a direct UPDATE of timeout; no status change). False
--- (NOT_FOUND) when it is not reserved by p_session. Tables: workqueue
--- (update).
+-- (NOT_FOUND) when it is not reserved by p_session. Raises PX003 (p_now
+-- NULL). Tables: workqueue (update).
 begin
+    if p_now is null then
+        raise exception 'p_now must not be NULL' using errcode = 'PX003';
+    end if;
     update pepsi.workqueue w
        set timeout = p_now + make_interval(secs => greatest(coalesce((w.state->'beanstalk'->>'ttr')::bigint, 1), 1))
      where w.workqueue_id = p_id and w.stage = 'beanstalk' and w.status = 'running' and w.claim_id = p_session;
@@ -875,15 +881,21 @@ create function pepsi.beanstalk_stats_job(p_id bigint, p_now timestamptz default
 returns table (id bigint, tube text, state text, pri bigint, age bigint, delay bigint,
                ttr bigint, time_left bigint, file int, reserves bigint, timeouts bigint,
                releases bigint, buries bigint, kicks bigint)
-language sql stable
+language plpgsql stable
 security definer
 set search_path = pg_catalog, pepsi, pg_temp
 as $$
 -- beanstalkd's stats-job for job p_id: state ready | delayed | reserved |
 -- buried; age (since put) and time_left (until a delayed job is ready or
 -- a reserved job's deadline; 0 otherwise) in whole seconds; file 0 (no
--- binlog); the counters of state.beanstalk. No row: NOT_FOUND.
--- Tables: workqueue (read).
+-- binlog); the counters of state.beanstalk. No row: NOT_FOUND. Raises
+-- PX003 (p_now NULL). Tables: workqueue (read).
+#variable_conflict use_column
+begin
+    if p_now is null then
+        raise exception 'p_now must not be NULL' using errcode = 'PX003';
+    end if;
+    return query
     select w.workqueue_id, w.tube,
            case w.status when 'pending' then 'ready' when 'paused' then 'delayed'
                          when 'running' then 'reserved' else 'buried' end,
@@ -900,7 +912,8 @@ as $$
            coalesce((w.state->'beanstalk'->>'buries')::bigint, 0),
            coalesce((w.state->'beanstalk'->>'kicks')::bigint, 0)
       from pepsi.workqueue w
-     where w.workqueue_id = p_id and w.stage = 'beanstalk'
+     where w.workqueue_id = p_id and w.stage = 'beanstalk';
+end
 $$;
 
 create function pepsi.beanstalk_stats_tube(p_tube text, p_now timestamptz default now())
@@ -989,7 +1002,7 @@ returns table (current_jobs_urgent bigint, current_jobs_ready bigint,
                current_jobs_buried bigint, current_tubes bigint,
                current_connections bigint, current_producers bigint,
                current_workers bigint, total_jobs bigint, frontends bigint)
-language sql stable
+language plpgsql stable
 security definer
 set search_path = pg_catalog, pepsi, pg_temp
 as $$
@@ -998,9 +1011,15 @@ as $$
 -- reserved job; current_producers 0 (which session put is not kept);
 -- total_jobs = jobs now; frontends = registered frontends. The frontend
 -- adds its process keys (pid, uptime, version, its cmd-* counts). p_now is
--- accepted for symmetry; nothing here depends on it.
+-- accepted for symmetry (nothing here depends on it); NULL is PX003.
 -- Tables: workqueue, beanstalk_session, beanstalk_frontend, beanstalk_ref,
 -- tube_pause (read).
+#variable_conflict use_column
+begin
+    if p_now is null then
+        raise exception 'p_now must not be NULL' using errcode = 'PX003';
+    end if;
+    return query
     select count(*) filter (where w.status = 'pending' and w.bs_priority < 1024),
            count(*) filter (where w.status = 'pending'),
            count(*) filter (where w.status = 'running'),
@@ -1015,7 +1034,8 @@ as $$
            count(*),
            (select count(*) from pepsi.beanstalk_frontend)
       from pepsi.workqueue w
-     where w.stage = 'beanstalk'
+     where w.stage = 'beanstalk';
+end
 $$;
 
 -- The anomaly checks that would flag a stage no runner serves leave stage
@@ -1373,7 +1393,7 @@ comment on function pepsi.beanstalk_release(bigint, bigint, bigint, bigint) is
 comment on function pepsi.beanstalk_bury(bigint, bigint, bigint) is
     'beanstalkd''s bury: job p_id reserved by p_session becomes buried (''fail'': failed, last_error ''buried''), priority p_pri, buries + 1. False (NOT_FOUND) when it is not reserved by p_session. Raises PX003 (pri outside 0..4294967295). Tables: workqueue (update).';
 comment on function pepsi.beanstalk_touch(bigint, bigint, timestamptz) is
-    'beanstalkd''s touch: job p_id reserved by p_session gets a new deadline, p_now + ttr (a direct UPDATE of timeout; no status change). False (NOT_FOUND) when it is not reserved by p_session. Tables: workqueue (update).';
+    'beanstalkd''s touch: job p_id reserved by p_session gets a new deadline, p_now + ttr (a direct UPDATE of timeout; no status change). False (NOT_FOUND) when it is not reserved by p_session. Raises PX003 (p_now NULL). Tables: workqueue (update).';
 comment on function pepsi.beanstalk_peek(bigint) is
     'beanstalkd''s peek: job p_id in any state and its body; no row: NOT_FOUND. Tables: workqueue, workqueue_body (read).';
 comment on function pepsi.beanstalk_peek_state(text, text) is
@@ -1383,13 +1403,13 @@ comment on function pepsi.beanstalk_kick(text, bigint) is
 comment on function pepsi.beanstalk_kick_job(bigint) is
     'beanstalkd''s kick-job: job p_id, buried or delayed, becomes ready (kicks + 1). False (NOT_FOUND): no such job or not in those states. NOTIFY pepsi_beanstalk. Tables: workqueue (update).';
 comment on function pepsi.beanstalk_stats_job(bigint, timestamptz) is
-    'beanstalkd''s stats-job for job p_id: state ready | delayed | reserved | buried; age (since put) and time_left (until a delayed job is ready or a reserved job''s deadline; 0 otherwise) in whole seconds; file 0 (no binlog); the counters of state.beanstalk. No row: NOT_FOUND. Tables: workqueue (read).';
+    'beanstalkd''s stats-job for job p_id: state ready | delayed | reserved | buried; age (since put) and time_left (until a delayed job is ready or a reserved job''s deadline; 0 otherwise) in whole seconds; file 0 (no binlog); the counters of state.beanstalk. No row: NOT_FOUND. Raises PX003 (p_now NULL). Tables: workqueue (read).';
 comment on function pepsi.beanstalk_stats_tube(text, timestamptz) is
     'beanstalkd''s stats-tube over the tube''s beanstalk jobs: urgent = ready with pri < 1024; total_jobs = its jobs now (no counter is kept); current_using / current_watching = live sessions'' references; current_waiting, cmd_delete, cmd_pause_tube 0 (no counters are kept); pause and pause_time_left in seconds, 0 when not paused at p_now. Raises PX006 (invalid name), PX043 (NOT_FOUND) when the tube does not exist: no row of any stage, no reference, no pause in force, not default. Nothing is created (T-32). Tables: workqueue, beanstalk_ref, tube_pause (read).';
 comment on function pepsi.beanstalk_list_tubes() is
     'beanstalkd''s list-tubes: every tube that exists (rows of any stage, references of live sessions, pauses in force, default), once each, in order (T-37). A loose index scan of workqueue_tube_idx lists the rows'' tubes, as pepsi.tubes does. Tables: workqueue, beanstalk_ref, tube_pause (read).';
 comment on function pepsi.beanstalk_stats(timestamptz) is
-    'beanstalkd''s stats over every beanstalk job and live session: current_connections = sessions; current_workers = sessions holding a reserved job; current_producers 0 (which session put is not kept); total_jobs = jobs now; frontends = registered frontends. The frontend adds its process keys (pid, uptime, version, its cmd-* counts). p_now is accepted for symmetry; nothing here depends on it. Tables: workqueue, beanstalk_session, beanstalk_frontend, beanstalk_ref, tube_pause (read).';
+    'beanstalkd''s stats over every beanstalk job and live session: current_connections = sessions; current_workers = sessions holding a reserved job; current_producers 0 (which session put is not kept); total_jobs = jobs now; frontends = registered frontends. The frontend adds its process keys (pid, uptime, version, its cmd-* counts). p_now is accepted for symmetry (nothing here depends on it); NULL is PX003. Tables: workqueue, beanstalk_session, beanstalk_frontend, beanstalk_ref, tube_pause (read).';
 
 revoke all on table pepsi.beanstalk_frontend, pepsi.beanstalk_session, pepsi.beanstalk_ref from public;
 revoke all on function
