@@ -81,6 +81,21 @@ alter table pepsi.workqueue
 comment on column pepsi.workqueue.bs_priority is
     'beanstalkd''s job priority (issue 17): 0..4294967295, lower is reserved first, then by workqueue_id. NULL for every row that is not at stage ''beanstalk''.';
 
+-- pepsi.messages shows every column of workqueue but body_id (issue 15,
+-- pgtap/57): bs_priority joins it at the end.
+create or replace view pepsi.messages as
+select w.workqueue_id, w.tube, w.stage, w.status, w.origin_user, w.origin_addr,
+       w.envelope_sender, w.recipients, w.sender_key, w.header_from, w.subject,
+       w.state, w.arrived_at, w.claimed_at, w.claim_id, w.timeout,
+       w.webhook_event_id, w.partition, w.owner_slot,
+       (select octet_length(b.body) from pepsi.workqueue_body b where b.body_id = w.body_id) as body_bytes,
+       w.priority, w.dedupe_key,
+       w.bs_priority
+  from pepsi.workqueue w;
+
+comment on column pepsi.messages.bs_priority is
+    'beanstalkd''s job priority (issue 17): 0..4294967295, lower is reserved first; NULL for every message that is not a beanstalkd job (stage beanstalk).';
+
 -- The index scans of the beanstalk functions, each partial to stage
 -- 'beanstalk' (no entry for any other row): reserve and peek-ready read
 -- (tube, bs_priority, workqueue_id) of ready jobs; delayed jobs by

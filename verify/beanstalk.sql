@@ -4,6 +4,7 @@ begin;
 
 -- the column, its CHECK and the indexes (a missing one raises)
 select bs_priority from pepsi.workqueue where false;
+select bs_priority from pepsi.messages where false;
 select 1 / count(*)::int from pg_catalog.pg_constraint where conname = 'workqueue_bs_priority_check';
 select 'pepsi.workqueue_bs_ready_idx'::regclass;
 select 'pepsi.workqueue_bs_delayed_idx'::regclass;
