@@ -143,7 +143,24 @@ insert into fn_doc values
     ('config_value_check', '{}'), ('config_graph', '{}'), ('config_graph_check', '{}'),
     -- issue 16: the claims' paused stages, the history's switch and upkeep, id checks (owner only)
     ('stage_pause_caps', '{}'), ('workqueue_history_on', '{}'), ('workqueue_history_maintain', '{}'),
-    ('workqueue_ids_check', '{}');
+    ('workqueue_ids_check', '{}'),
+    -- issue 17: the beanstalkd frontend (pepsi-runner beanstalk), its 22
+    -- functions and the stage's name
+    ('beanstalk_stage', '{pepsi_runner}'), ('beanstalk_frontend_start', '{pepsi_runner}'),
+    ('beanstalk_reap', '{pepsi_runner}'), ('beanstalk_session_open', '{pepsi_runner}'),
+    ('beanstalk_session_close', '{pepsi_runner}'), ('beanstalk_use', '{pepsi_runner}'),
+    ('beanstalk_watch', '{pepsi_runner}'), ('beanstalk_ignore', '{pepsi_runner}'),
+    ('beanstalk_put', '{pepsi_runner}'), ('beanstalk_reserve', '{pepsi_runner}'),
+    ('beanstalk_reserve_job', '{pepsi_runner}'), ('beanstalk_delete', '{pepsi_runner}'),
+    ('beanstalk_release', '{pepsi_runner}'), ('beanstalk_bury', '{pepsi_runner}'),
+    ('beanstalk_touch', '{pepsi_runner}'), ('beanstalk_peek', '{pepsi_runner}'),
+    ('beanstalk_peek_state', '{pepsi_runner}'), ('beanstalk_kick', '{pepsi_runner}'),
+    ('beanstalk_kick_job', '{pepsi_runner}'), ('beanstalk_stats_job', '{pepsi_runner}'),
+    ('beanstalk_stats_tube', '{pepsi_runner}'), ('beanstalk_stats', '{pepsi_runner}'),
+    ('beanstalk_list_tubes', '{pepsi_runner}'),
+    -- issue 17: the beanstalk functions' helpers (owner only)
+    ('beanstalk_lock_class', '{}'), ('beanstalk_frontend_alive', '{}'), ('beanstalk_count', '{}'),
+    ('beanstalk_session_lock', '{}'), ('beanstalk_requeue', '{}'), ('beanstalk_take', '{}');
 
 -- Functions known to lack their revoke, left out of the per-role
 -- comparisons while a fix is under way: none today.
@@ -205,7 +222,12 @@ insert into rel_doc values
     ('webhook_event_refresh',  '{}'),
     -- owner only: the fair claim's copy of the dispatcher's leads (issue 12)
     ('fair_lead',              '{}'),
-    ('fair_stage',             '{}');
+    ('fair_stage',             '{}'),
+    -- owner only: the beanstalkd frontends, sessions and references (issue
+    -- 17), read through beanstalk_stats, beanstalk_stats_tube and tubes
+    ('beanstalk_frontend',     '{}'),
+    ('beanstalk_session',      '{}'),
+    ('beanstalk_ref',          '{}');
 
 -- pepsi_operator is a member of pepsi_reader (issue 15): it holds the
 -- reader's set as well as its own.

@@ -6,7 +6,7 @@
 -- without its test fails "every time parameter is covered".
 
 begin;
-select plan(60);
+select plan(66);
 
 -- A running message at stage p_stage with state p_state.
 create function pg_temp.running(p_stage text, p_state jsonb default '{}', p_arrived timestamptz default now())
@@ -141,7 +141,14 @@ insert into time_cases values
     ('workqueue_reroute',             $$select pepsi.workqueue_reroute('{1}', 'a', null)$$),
     ('workqueue_purge',               $$select pepsi.workqueue_purge('1 day', null)$$),
     ('workqueue_history_maintain',    $$select pepsi.workqueue_history_maintain(null)$$),
-    ('xmin_horizon_holders',          $$select * from pepsi.xmin_horizon_holders(null)$$);
+    ('xmin_horizon_holders',          $$select * from pepsi.xmin_horizon_holders(null)$$),
+    -- issue 17: the beanstalkd frontend's clock
+    ('beanstalk_reserve',             $$select * from pepsi.beanstalk_reserve(1, '{default}', null)$$),
+    ('beanstalk_reserve_job',         $$select * from pepsi.beanstalk_reserve_job(1, 1, null)$$),
+    ('beanstalk_touch',               $$select pepsi.beanstalk_touch(1, 1, null)$$),
+    ('beanstalk_stats_job',           $$select * from pepsi.beanstalk_stats_job(1, null)$$),
+    ('beanstalk_stats_tube',          $$select * from pepsi.beanstalk_stats_tube('default', null)$$),
+    ('beanstalk_stats',               $$select * from pepsi.beanstalk_stats(null)$$);
 -- Owner-only steps of a pass: only reconcile(), anomaly_run() and
 -- webhook_backfill_request() call them, with a p_now they checked; and
 -- transition_of, which only builds a value (its p_until is a pause's
@@ -158,7 +165,9 @@ insert into time_internal values
     -- issue 16: the inject's run_at is a delay, not a clock: NULL is "no
     -- delay" by design (README "Enqueue options"); the check refuses an
     -- infinite or too distant one (PX053, pgtap/62)
-    ('enqueue_options_check');
+    ('enqueue_options_check'),
+    -- issue 17: the beanstalk functions' steps, called with a checked p_now
+    ('beanstalk_requeue'), ('beanstalk_take');
 
 select is((select array_agg(distinct p.proname::text order by p.proname::text) from pg_proc p
             where p.pronamespace = 'pepsi'::regnamespace

@@ -170,7 +170,7 @@ select is((select array_agg(format('%s.%s', c.relname, a.attname) order by c.rel
              from pg_attribute a join pg_class c on c.oid = a.attrelid
             where c.relnamespace = 'pepsi'::regnamespace and c.relkind = 'r'
               and a.atttypid in ('pepsi.stage_name'::regtype, 'pepsi.tube_name'::regtype)),
-          '{settings.stage,tube_pause.tube,webhook_id_sequence.backfill_stage,webhook_id_sequence.backfill_tube}'::text[],
+          '{beanstalk_ref.tube,settings.stage,tube_pause.tube,webhook_id_sequence.backfill_stage,webhook_id_sequence.backfill_tube}'::text[],
           'issue 13: the tables whose names are only written after a validator are typed by the domains');
 select throws_ok($$insert into pepsi.settings (address, stage, option, value) values ('a@example.org', 'bad name!', 'X', '1')$$,
                  '23514', null, 'issue 13: a settings row with a bad stage is refused by its domain');

@@ -180,8 +180,11 @@ select is(
     -- force; the rest name a tube as a reference (a provider's and a
     -- sequence's target tube, a deleted message's record, the archive of
     -- messages that left, issue 16), never as a tube that exists
-    -- (pepsi.tubes does not read them).
-    '{tube_pause,webhook_id_sequence,webhook_provider,workqueue,workqueue_history,workqueue_tombstones}'::text[] collate "C",
+    -- (pepsi.tubes does not read them); beanstalk_ref (issue 17): a live
+    -- beanstalkd session's use and watch references, unlogged, deleted
+    -- with the session: a referenced tube exists (T-21) only while a
+    -- client holds it, never a catalogue of empty tubes.
+    '{beanstalk_ref,tube_pause,webhook_id_sequence,webhook_provider,workqueue,workqueue_history,workqueue_tombstones}'::text[] collate "C",
     'T-45: the only tables with a tube column are these: no catalogue of tubes');
 
 -- Claims skip a paused tube's rows ------------------------------------------------------
