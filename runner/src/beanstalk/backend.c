@@ -275,7 +275,10 @@ static void answer_error(struct bs_session *s, PGresult *res)
         reply_str(s, BS_NOT_IGNORED);
     else if (strcmp(state, "PX006") == 0 || strcmp(state, "PX003") == 0)
         reply_str(s, BS_BAD_FORMAT);
-    else if (strcmp(state, "PX060") == 0 || strcmp(state, "PX061") == 0)
+    else if (strcmp(state, "PX060") == 0)
+        bs_frontend_fatal(s->fe, "this frontend's generation is not live any more (PX060: reaped, or its lock is "
+                                 "free); it must not serve");
+    else if (strcmp(state, "PX061") == 0)
         bs_session_drop(s, pgerr_message(s->db->conn, res));
     else if (pgerr_classify(s->db->conn, res) == PGERR_CONNECTION)
         bs_frontend_fatal(s->fe, "lost a database connection");
@@ -519,6 +522,9 @@ static void open_cb(struct db *db, PGresult *res, void *arg)
     } else if (PQresultStatus(res) != PGRES_TUPLES_OK || PQntuples(res) != 1) {
         if (pgerr_classify(s->db->conn, res) == PGERR_CONNECTION)
             bs_frontend_fatal(s->fe, "lost a database connection");
+        else if (strcmp(pgerr_sqlstate(res), "PX060") == 0)
+            bs_frontend_fatal(s->fe, "this frontend's generation is not live any more (PX060: reaped, or its lock "
+                                     "is free); it must not serve");
         else
             bs_session_drop(s, pgerr_message(s->db->conn, res));
     } else {

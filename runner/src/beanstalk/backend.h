@@ -2,7 +2,8 @@
  * (/work/bs-contract.md: pepsi.beanstalk_*), and each answer as
  * beanstalkd's reply: the statements, their parameters, the SQLSTATE
  * mapping (PX043 NOT_FOUND, PX062 NOT_IGNORED, PX006 and PX003
- * BAD_FORMAT, PX060/PX061 drop the client).
+ * BAD_FORMAT, PX061 drops the client, PX060 stops the frontend: its
+ * generation was reaped, T-40).
  * Owns: nothing kept. Uses: beanstalk/, lib/ (db, pgarray, pgerr). */
 #ifndef PEPSI_BEANSTALK_BACKEND_H
 #define PEPSI_BEANSTALK_BACKEND_H

@@ -43,6 +43,9 @@ start_bs() {
     BS_GEN[$n]=$(grep -Eo 'generation [0-9]+' "$log" | grep -Eo '[0-9]+$' | tail -n 1)
 }
 
+# bs_exited N: frontend N has exited.
+bs_exited() { ! _alive "${BS_PID[$1]}"; }
+
 bs_conf() {
     write_conf "$1" <<EOF
 [pepsi-beanstalk]
@@ -113,9 +116,33 @@ ok "a client of frontend 3 waits in reserve" wait_cmd 20 grep -q '^held' "$E2E_D
 sql "select pg_terminate_backend(backend_pid) from pepsi.beanstalk_frontend where frontend_id = ${BS_GEN[3]}" >/dev/null
 ok "its control connection (the generation's lock) is lost: the client connection is closed" \
     wait_cmd 10 grep -q '^closed' "$E2E_DIR/wait-close.out"
+ok "the frontend stops" wait_cmd 15 bs_exited 3
+kill -KILL "${BS_PID[3]}" 2>/dev/null
 wait "${BS_PID[3]}"
-is $? 1 "and the frontend exits 1, for systemd to start a new generation"
+is $? 1 "and exits 1, for systemd to start a new generation"
 ok "it said why" grep -Eq 'lost the control connection' "$E2E_DIR/beanstalk.3.log"
+exec 9>&-
+
+# T-40: a generation deleted under a live frontend (as a reap would): its
+# clients are not served, and the frontend stops (exit 1).
+conf4=$E2E_DIR/pepsi4.conf
+bs_conf "$conf4"
+ok "a fourth frontend starts" start_bs 4 "$conf4"
+exec 9> >(timeout 120 /usr/bin/python3 "$CLIENT" t40 "${BS_PORT[4]}" > "$E2E_DIR/t40.out" 2>&1)
+ok "a client of frontend 4 is in session" wait_cmd 20 grep -q '^held' "$E2E_DIR/t40.out"
+sql "delete from pepsi.beanstalk_frontend where frontend_id = ${BS_GEN[4]}" >/dev/null
+echo go >&9
+ok "the client's checks ran" wait_cmd 30 bash -c "[ \$(grep -c '^ok\|^not ok' '$E2E_DIR/t40.out') -ge 2 ]"
+while IFS=$'\t' read -r st desc dg; do
+    [ "$st" = held ] && continue
+    if [ "$st" = ok ]; then _tap 0 "$desc"; else _tap 1 "$desc"; diag "    $dg"; fi
+done < "$E2E_DIR/t40.out"
+ok "T-40: the frontend of the reaped generation stops" wait_cmd 15 bs_exited 4
+kill -KILL "${BS_PID[4]}" 2>/dev/null
+wait "${BS_PID[4]}"
+is $? 1 "T-40: it exits 1"
+ok "saying why" grep -Eq 'generation is not live any more \(PX060' "$E2E_DIR/beanstalk.4.log"
+is "$(sql "select count(*) from pepsi.beanstalk_ref where tube = 't40tube'")" 0 "T-40: nothing was created for it"
 exec 9>&-
 
 # The runner refuses a [stage-beanstalk] section (exit 78).

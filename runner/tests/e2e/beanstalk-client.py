@@ -12,6 +12,7 @@ The expected replies are beanstalkd 1.12's, byte for byte
   t31 PORT PORT2      parallel use/watch of one new tube through two frontends
   hold PORT TUBE      use and watch TUBE, print "held", wait for stdin to close
   loop PORT PORT2 N   N jobs put and consumed through two frontends, each once
+  t40 PORT            after the generation is deleted (a line on stdin): dropped
   maxclients PORT     a frontend with MAX_CLIENTS = 1 closes a second client
   wait-close PORT     a reserve waits; prints "closed" when the server closes
 """
@@ -450,6 +451,23 @@ def scenario_loop(port1, port2, n):
         "%d reserved, %d distinct, %d put, errors %r" % (len(reserved), len(set(reserved)), len(put_ids), errors[:5]))
 
 
+def scenario_t40(port):
+    """T-40 after the frontend's generation is deleted under it: a client
+    in session is dropped at its next use (PX061), a new client is not
+    served (PX060: the frontend stops)."""
+    a = Client(port)
+    a.cmd(b"list-tube-used\r\n")
+    print("held", flush=True)
+    sys.stdin.readline()
+    a.send(b"use t40tube\r\n")
+    out(a.closed(10), "T-40: a client whose session was reaped is dropped at its next use (PX061)", "")
+    try:
+        b = Client(port)
+        out(b.closed(10), "T-40: a new client of the reaped generation is not served (PX060)", "")
+    except OSError:
+        out(True, "T-40: a new client of the reaped generation is not served (PX060)", "")
+
+
 def scenario_hold(port, tube):
     c = Client(port)
     c.cmd(b"use " + tube.encode() + b"\r\n")
@@ -484,6 +502,8 @@ def main():
             scenario_t31(int(sys.argv[2]), int(sys.argv[3]))
         elif name == "loop":
             scenario_loop(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))
+        elif name == "t40":
+            scenario_t40(int(sys.argv[2]))
         elif name == "maxclients":
             scenario_maxclients(int(sys.argv[2]))
         elif name == "wait-close":
