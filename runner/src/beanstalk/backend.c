@@ -381,7 +381,7 @@ static void run_reserve(struct bs_session *s)
     char *tubes = pgarray_finish(&a);
     const char *p[] = {s->id_text, tubes};
     send_query(s,
-               "select outcome, job_id, body, (extract(epoch from (next_at - now())) * 1000)::bigint as next_ms,"
+               "select outcome, job_id, body, ceil(extract(epoch from (next_at - now())) * 1000)::bigint as next_ms,"
                " (extract(epoch from next_at) * 1000)::bigint as next_at_ms"
                " from pepsi.beanstalk_reserve($1::bigint, $2::text[])",
                2, p, command_cb);

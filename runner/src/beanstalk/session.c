@@ -22,6 +22,7 @@
 #define NEVER UINT64_MAX
 #define MIN_WAIT_MS 5             /* a next_at already due is tried again after this */
 #define DEADLINE_SOON_MS 1000     /* beanstalkd's safety margin before a TTR deadline */
+#define EARLY_MARGIN_MS 20        /* the early wake lands this far inside that last second */
 
 static void pump(struct bs_session *s);
 
@@ -199,7 +200,7 @@ void bs_session_wait(struct bs_session *s, int64_t wait_ms, int64_t next_at_ms)
     uint64_t delay = NEVER;
     if (wait_ms > DEADLINE_SOON_MS && next_at_ms != s->early_for) {
         s->early_for = next_at_ms; /* a second early: DEADLINE_SOON if it is a TTR of our own */
-        wait_ms -= DEADLINE_SOON_MS;
+        wait_ms -= DEADLINE_SOON_MS - EARLY_MARGIN_MS;
     }
     if (wait_ms >= 0)
         delay = wait_ms < MIN_WAIT_MS ? MIN_WAIT_MS : (uint64_t)wait_ms;
