@@ -18,6 +18,10 @@
 #include <uv.h>
 
 #define BS_COMPONENT "beanstalk"
+/* The most tubes one client may watch: each is a reference row in SQL and
+ * an element of every reserve's array; beyond it, watch is answered
+ * OUT_OF_MEMORY (beanstalkd's reply to a watch it cannot hold). */
+#define BS_MAX_WATCHED 1024
 
 struct bs_session;
 

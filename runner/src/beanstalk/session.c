@@ -262,6 +262,18 @@ static bool run_local(struct bs_session *s)
     case BS_OP_IGNORE:
         /* Watching a watched tube, or ignoring one not watched, changes
          * nothing: answered without a round trip. */
+        if (s->cmd.op == BS_OP_WATCH && !bs_session_watches(s, s->cmd.tube) && s->n_watch >= BS_MAX_WATCHED) {
+            /* A client may not grow its watch list (and its references
+             * in SQL, and every reserve's array) without bound: past
+             * BS_MAX_WATCHED it gets beanstalkd's answer to a watch the
+             * server cannot hold. */
+            if (!s->watch_limit_logged)
+                log_warning(BS_COMPONENT, "session=%s watches %zu tubes, the most a client may: watch answered "
+                            "OUT_OF_MEMORY", s->id_text, s->n_watch);
+            s->watch_limit_logged = true;
+            bs_session_write(s, "OUT_OF_MEMORY\r\n", 15);
+            return true;
+        }
         if (bs_session_watches(s, s->cmd.tube) != (s->cmd.op == BS_OP_WATCH))
             return false;
         snprintf(line, sizeof line, "WATCHING %zu\r\n", s->n_watch);

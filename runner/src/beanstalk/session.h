@@ -28,6 +28,7 @@ struct bs_session {
     bool rewake;                   /* a watched tube was notified while a reserve ran */
     bool gone;                     /* the client connection is closed (or closing) */
     bool closed_sql;               /* beanstalk_session_close sent (or not needed) */
+    bool watch_limit_logged;       /* told the log it reached BS_MAX_WATCHED */
     struct bs_cmd cmd;             /* the command being run */
     char *body;                    /* its body (put) */
     uint64_t deadline_ms;          /* reserve-with-timeout: when to answer TIMED_OUT (now_ms), UINT64_MAX: never */
