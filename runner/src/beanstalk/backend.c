@@ -243,19 +243,10 @@ static void answer_reference(struct bs_session *s, const PGresult *r)
         reply_str(s, line);
         return;
     }
-    if (s->cmd.op == BS_OP_WATCH && !bs_session_watches(s, t)) {
-        s->watch = xrealloc(s->watch, (s->n_watch + 1) * sizeof *s->watch);
-        s->watch[s->n_watch++] = xstrdup(t);
-    } else if (s->cmd.op == BS_OP_IGNORE) {
-        for (size_t i = 0; i < s->n_watch; i++) {
-            if (strcmp(s->watch[i], t) == 0) {
-                free(s->watch[i]);
-                memmove(s->watch + i, s->watch + i + 1, (s->n_watch - i - 1) * sizeof *s->watch);
-                s->n_watch--;
-                break;
-            }
-        }
-    }
+    if (s->cmd.op == BS_OP_WATCH)
+        bs_session_watch_add(s);
+    else if (s->cmd.op == BS_OP_IGNORE)
+        bs_session_watch_remove(s, t);
     long long n = PQntuples(r) > 0 ? strtoll(PQgetvalue(r, 0, 0), NULL, 10) : (long long)s->n_watch;
     if (n != (long long)s->n_watch)
         log_warning(BS_COMPONENT, "the database counts %lld watched tubes, the frontend %zu session=%s", n,

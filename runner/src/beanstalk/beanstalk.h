@@ -9,6 +9,7 @@
 
 #include "beanstalk/bconf.h"
 #include "beanstalk/proto.h"
+#include "beanstalk/waiters.h"
 #include "lib/conf.h"
 #include "lib/db.h"
 #include "lib/service.h"
@@ -22,6 +23,13 @@
  * an element of every reserve's array; beyond it, watch is answered
  * OUT_OF_MEMORY (beanstalkd's reply to a watch it cannot hold). */
 #define BS_MAX_WATCHED 1024
+/* NOTIFY pepsi_beanstalk comes from anyone who can connect (issue 17
+ * follow-up): a tube's waiters, and each session, are woken by NOTIFYs at
+ * most once per this many ms; the NOTIFYs in between fold into that. */
+#define BS_NOTIFY_FLOOR_MS 10
+/* NOTIFY payloads that are not tube names are ignored and counted, and
+ * said in the log at most once per this many ms. */
+#define BS_NOTIFY_LOG_INTERVAL_MS 60000
 
 struct bs_session;
 
@@ -43,6 +51,10 @@ struct bs_frontend {
     uv_signal_t sig_term, sig_int;
     struct service_watchdog watchdog; /* WATCHDOG=1 from the loop (WatchdogSec) */
     struct bs_session *sessions;   /* every open session (a list) */
+    struct bs_waiters waiters;     /* tube -> the sessions in a reserve that watch it */
+    uint64_t notify_invalid;       /* NOTIFY payloads ignored: not a tube name */
+    uint64_t notify_invalid_unlogged; /* of those, not yet in a log line */
+    uint64_t notify_invalid_logged_ms; /* when the last such line was written, 0: never */
     int n_sessions;                /* client connections open */
     uint64_t cmd[BS_OP_COUNT];     /* commands counted (stats' cmd-*) */
     uint64_t total_connections;

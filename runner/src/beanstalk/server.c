@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
@@ -132,11 +133,36 @@ static void pool_lost(void *arg)
     bs_frontend_fatal(arg, "lost a database connection");
 }
 
+/* A payload that is not a tube name: anyone who can connect may send one,
+ * as often as they like, so it is counted and said at most once per
+ * BS_NOTIFY_LOG_INTERVAL_MS. */
+static void notify_invalid(struct bs_frontend *fe, size_t len)
+{
+    fe->notify_invalid++;
+    fe->notify_invalid_unlogged++;
+    uint64_t now = now_ms();
+    if (fe->notify_invalid_logged_ms != 0 && now - fe->notify_invalid_logged_ms < BS_NOTIFY_LOG_INTERVAL_MS)
+        return;
+    log_warning(BS_COMPONENT,
+                "ignored %" PRIu64 " NOTIFY " CHANNEL " payload(s) that are not tube names (%" PRIu64
+                " since start; the last %s%zu bytes); the next such line comes in a minute at the earliest",
+                fe->notify_invalid_unlogged, fe->notify_invalid, len > TUBE_NAME_MAX ? "over " : "",
+                len > TUBE_NAME_MAX ? (size_t)TUBE_NAME_MAX : len);
+    fe->notify_invalid_unlogged = 0;
+    fe->notify_invalid_logged_ms = now;
+}
+
 static void notify_payload(void *arg, const char *channel, const char *payload)
 {
     struct bs_frontend *fe = arg;
-    if (strcmp(channel, CHANNEL) == 0 && payload != NULL && !fe->stopping)
-        bs_session_notify(fe, payload);
+    if (strcmp(channel, CHANNEL) != 0 || payload == NULL || fe->stopping)
+        return;
+    size_t len = strnlen(payload, TUBE_NAME_MAX + 1);
+    if (!tube_name_valid(payload, len)) {
+        notify_invalid(fe, len);
+        return;
+    }
+    bs_session_notify(fe, payload, len);
 }
 
 static void reap_cb(struct db *db, PGresult *res, void *arg)
@@ -204,6 +230,20 @@ static int listen_start(struct bs_frontend *fe)
 }
 
 /* ---- start ---- */
+
+/* The waiter index, its hash seeded at random (clients choose tube names).
+ * 0, or 1 (logged). */
+static int waiters_start(struct bs_frontend *fe)
+{
+    uint64_t seed;
+    if (getrandom(&seed, sizeof seed, GRND_NONBLOCK) != (ssize_t)sizeof seed)
+        seed = now_us() ^ ((uint64_t)getpid() << 32); /* no entropy yet: still not guessable from outside */
+    if (bs_waiters_init(&fe->waiters, seed) != 0) {
+        log_error(BS_COMPONENT, "cannot allocate the waiter index: out of memory");
+        return 1;
+    }
+    return 0;
+}
 
 /* The control connection: schema, generation (with its lock), LISTEN.
  * Returns 0 or an exit code. */
@@ -308,7 +348,9 @@ int beanstalk_serve(const struct conf *conf, const char *config_path, const char
     uv_signal_init(&loop, &fe.sig_int);
     fe.sig_term.data = fe.sig_int.data = &fe;
     log_info(BS_COMPONENT, "starting with %s", config_path ? config_path : conf->path);
-    int code = start(&fe);
+    int code = waiters_start(&fe);
+    if (code == 0)
+        code = start(&fe);
     if (code != 0) {
         fe.stopping = true;
         fe.exit_code = code;
@@ -319,6 +361,7 @@ int beanstalk_serve(const struct conf *conf, const char *config_path, const char
     if (uv_loop_close(&loop) != 0)
         log_warning(BS_COMPONENT, "handles still open at exit");
     free(fe.pool);
+    bs_waiters_free(&fe.waiters);
     if (fe.exit_code == 0)
         log_info(BS_COMPONENT, "stopped");
     return fe.exit_code;

@@ -25,6 +25,7 @@
 #define EARLY_MARGIN_MS 20        /* the early wake lands this far inside that last second */
 
 static void pump(struct bs_session *s);
+static void reserve_end(struct bs_session *s);
 
 /* ---- life ---- */
 
@@ -40,9 +41,13 @@ static void session_free(struct bs_session *s)
     bs_framer_free(&s->framer);
     free(s->in);
     free(s->body);
-    for (size_t i = 0; i < s->n_watch; i++)
+    for (size_t i = 0; i < s->n_watch; i++) {
         free(s->watch[i]);
+        bs_waiters_unwatch(&fe->waiters, s->wlink[i]);
+    }
     free(s->watch);
+    free(s->wlink);
+    bs_waiters_unwatch(&fe->waiters, s->new_link);
     free(s);
     bs_frontend_session_gone(fe);
 }
@@ -85,6 +90,7 @@ static void session_end(struct bs_session *s)
     if (s->gone)
         return;
     s->gone = true;
+    reserve_end(s);
     s->waiting = false;
     s->fe->n_sessions--;
     uv_timer_stop(&s->timer);
@@ -151,7 +157,10 @@ void bs_session_write(struct bs_session *s, const char *text, size_t len)
 
 void bs_session_reply(struct bs_session *s, const char *reply, size_t len)
 {
+    reserve_end(s);
     s->waiting = false;
+    bs_waiters_unwatch(&s->fe->waiters, s->new_link); /* a watch answered otherwise than WATCHING */
+    s->new_link = NULL;
     free(s->body);
     s->body = NULL;
     if (s->gone) {
@@ -162,7 +171,107 @@ void bs_session_reply(struct bs_session *s, const char *reply, size_t len)
     pump(s);
 }
 
-/* ---- waiting reserves ---- */
+/* ---- waiting reserves ----
+ *
+ * A NOTIFY pepsi_beanstalk may come from anyone who can connect, as often
+ * as they like, so what one costs is bounded here. The frontend's waiter
+ * index (waiters.h) lists, per tube, the sessions in a reserve that watch
+ * it. A NOTIFY wakes one of them, the next in turn (the tube's "woken"
+ * link): its reserve runs again, not sooner than BS_NOTIFY_FLOOR_MS after
+ * the tube's last such wake and that session's last NOTIFY-made query;
+ * until it answers, further NOTIFYs of the tube fold into that query (or,
+ * when its query already runs and may have missed them, into one more wake
+ * after it). When the woken reserve finds a job (or ends another way: a
+ * timeout, the client gone) the wake passes on at once to the next
+ * waiter, since more jobs may be ready; when it finds nothing, the wake
+ * ends there. So a stream of NOTIFYs costs one query per tube per floor,
+ * whatever the number of waiters, and a real job still reaches a waiter
+ * within the floor. */
+
+static void wake_cb(uv_timer_t *t);
+
+/* s (waiting) runs its reserve again in delay ms at the latest. */
+static void session_arm(struct bs_session *s, uint64_t delay)
+{
+    if (s->gone || !s->waiting)
+        return;
+    s->notify_armed = true;
+    if (uv_is_active((uv_handle_t *)&s->timer) && uv_timer_get_due_in(&s->timer) <= delay)
+        return; /* it wakes sooner anyway */
+    int rc = uv_timer_start(&s->timer, wake_cb, delay, 0);
+    if (rc != 0)
+        log_warning(BS_COMPONENT, "cannot arm a reserve's wake-up: %s session=%s", uv_strerror(rc), s->id_text);
+}
+
+/* Wakes the next waiter of t: at once (the last one found a job), or
+ * after the floor. */
+static void tube_wake(struct bs_wtube *t, bool at_once)
+{
+    if (t->woken != NULL) {
+        const struct bs_session *w = t->woken->owner;
+        if (!w->waiting)
+            t->again = true; /* its query runs and may not see what was just notified */
+        return;
+    }
+    struct bs_wlink *l = bs_waiters_rotate(t);
+    if (l == NULL)
+        return; /* nobody waits on it */
+    struct bs_session *s = l->owner;
+    t->woken = l;
+    s->n_woken++;
+    uint64_t now = now_ms(), at = now;
+    if (!at_once) {
+        if (t->last_wake_ms != 0 && t->last_wake_ms + BS_NOTIFY_FLOOR_MS > at)
+            at = t->last_wake_ms + BS_NOTIFY_FLOOR_MS;
+        if (s->last_notify_ms != 0 && s->last_notify_ms + BS_NOTIFY_FLOOR_MS > at)
+            at = s->last_notify_ms + BS_NOTIFY_FLOOR_MS;
+    }
+    t->last_wake_ms = at;
+    if (s->waiting)
+        session_arm(s, at - now);
+    else
+        t->again = true; /* its query runs and may not see what was just notified */
+}
+
+/* s answered the wake(s) it was given: passed on to the next waiter at
+ * once (pass_on: it found a job, or its reserve ended), or, when it found
+ * nothing, once more only if its tube was notified while its query ran. */
+static void wakes_settle(struct bs_session *s, bool pass_on)
+{
+    for (size_t i = 0; i < s->n_watch && s->n_woken > 0; i++) {
+        struct bs_wtube *t = s->wlink[i]->tube;
+        if (t->woken != s->wlink[i])
+            continue;
+        t->woken = NULL;
+        s->n_woken--;
+        bool again = t->again;
+        t->again = false;
+        if (pass_on || again)
+            tube_wake(t, pass_on);
+    }
+}
+
+/* A reserve starts: the session waits on each tube it watches. */
+static void reserve_begin(struct bs_session *s)
+{
+    s->in_reserve = true;
+    s->notify_armed = false;
+    for (size_t i = 0; i < s->n_watch; i++)
+        bs_waiters_link(s->wlink[i]);
+}
+
+/* The reserve is answered, or its client is gone: off the tubes' lists,
+ * and the wakes it held pass on. */
+static void reserve_end(struct bs_session *s)
+{
+    if (!s->in_reserve)
+        return;
+    s->in_reserve = false;
+    s->notify_armed = false;
+    for (size_t i = 0; i < s->n_watch; i++)
+        bs_waiters_unlink(s->wlink[i]);
+    wakes_settle(s, true);
+}
 
 static void wake_cb(uv_timer_t *t)
 {
@@ -170,6 +279,9 @@ static void wake_cb(uv_timer_t *t)
     if (!s->waiting || s->gone)
         return;
     s->waiting = false;
+    if (s->notify_armed)
+        s->last_notify_ms = now_ms();
+    s->notify_armed = false;
     if (s->deadline_ms != NEVER && now_ms() >= s->deadline_ms) {
         bs_session_reply(s, BS_TIMED_OUT, strlen(BS_TIMED_OUT));
         return;
@@ -187,11 +299,6 @@ void bs_session_wait(struct bs_session *s, int64_t wait_ms, int64_t next_at_ms)
         session_end(s);
         return;
     }
-    if (s->rewake) {
-        s->rewake = false;
-        bs_backend_run(s); /* a watched tube was notified while the reserve ran */
-        return;
-    }
     uint64_t now = now_ms();
     if (s->deadline_ms != NEVER && now >= s->deadline_ms) {
         bs_session_reply(s, BS_TIMED_OUT, strlen(BS_TIMED_OUT));
@@ -207,10 +314,13 @@ void bs_session_wait(struct bs_session *s, int64_t wait_ms, int64_t next_at_ms)
     if (s->deadline_ms != NEVER && s->deadline_ms - now < delay)
         delay = s->deadline_ms - now;
     s->waiting = true;
+    s->notify_armed = false;
+    uv_timer_stop(&s->timer);
     if (delay != NEVER)
         uv_timer_start(&s->timer, wake_cb, delay, 0);
     log_debug(BS_COMPONENT, "reserve waits session=%s wake_ms=%lld", s->id_text,
               delay == NEVER ? -1LL : (long long)delay);
+    wakes_settle(s, false); /* found nothing: a tube notified meanwhile is woken again */
 }
 
 bool bs_session_watches(const struct bs_session *s, const char *tube)
@@ -221,18 +331,36 @@ bool bs_session_watches(const struct bs_session *s, const char *tube)
     return false;
 }
 
-void bs_session_notify(struct bs_frontend *fe, const char *tube)
+void bs_session_notify(struct bs_frontend *fe, const char *tube, size_t len)
 {
-    for (struct bs_session *s = fe->sessions; s; s = s->next) {
-        if (s->gone || !bs_session_watches(s, tube))
+    struct bs_wtube *t = bs_waiters_find(&fe->waiters, tube, len);
+    if (t != NULL)
+        tube_wake(t, false);
+}
+
+void bs_session_watch_add(struct bs_session *s)
+{
+    if (s->new_link == NULL || bs_session_watches(s, s->cmd.tube))
+        return; /* watched meanwhile: the link is freed with the reply */
+    s->watch = xrealloc(s->watch, (s->n_watch + 1) * sizeof *s->watch);
+    s->wlink = xrealloc(s->wlink, (s->n_watch + 1) * sizeof *s->wlink);
+    s->watch[s->n_watch] = xstrdup(s->cmd.tube);
+    s->wlink[s->n_watch] = s->new_link;
+    s->new_link = NULL;
+    s->n_watch++;
+}
+
+void bs_session_watch_remove(struct bs_session *s, const char *tube)
+{
+    for (size_t i = 0; i < s->n_watch; i++) {
+        if (strcmp(s->watch[i], tube) != 0)
             continue;
-        if (s->waiting) {
-            s->waiting = false;
-            uv_timer_stop(&s->timer);
-            bs_backend_run(s);
-        } else if (s->busy && (s->cmd.op == BS_OP_RESERVE || s->cmd.op == BS_OP_RESERVE_TIMEOUT)) {
-            s->rewake = true;
-        }
+        free(s->watch[i]);
+        bs_waiters_unwatch(&s->fe->waiters, s->wlink[i]);
+        memmove(s->watch + i, s->watch + i + 1, (s->n_watch - i - 1) * sizeof *s->watch);
+        memmove(s->wlink + i, s->wlink + i + 1, (s->n_watch - i - 1) * sizeof *s->wlink);
+        s->n_watch--;
+        return;
     }
 }
 
@@ -284,23 +412,40 @@ static bool run_local(struct bs_session *s)
     }
 }
 
+/* A watch of a new tube: its link in the waiter index is made before the
+ * SQL runs, so that what SQL commits the frontend can follow. 0, or -1
+ * (answered OUT_OF_MEMORY, logged, nothing written). */
+static int watch_prepare(struct bs_session *s)
+{
+    s->new_link = bs_waiters_watch(&s->fe->waiters, s->cmd.tube, s);
+    if (s->new_link != NULL)
+        return 0;
+    log_warning(BS_COMPONENT, "out of memory for the waiter index: watch answered OUT_OF_MEMORY session=%s",
+                s->id_text);
+    bs_session_write(s, BS_OUT_OF_MEMORY, strlen(BS_OUT_OF_MEMORY));
+    return -1;
+}
+
 static void run_command(struct bs_session *s, const struct bs_cmd *cmd, char *body)
 {
     s->fe->cmd[cmd->op]++;
     s->cmd = *cmd;
     free(s->body);
     s->body = body;
-    s->rewake = false;
     s->early_for = 0;
     if (run_local(s)) {
         free(s->body);
         s->body = NULL;
         return;
     }
+    if (cmd->op == BS_OP_WATCH && watch_prepare(s) != 0)
+        return;
     if (cmd->op == BS_OP_RESERVE_TIMEOUT && cmd->timeout >= 0)
         s->deadline_ms = now_ms() + (uint64_t)cmd->timeout * 1000;
     else
         s->deadline_ms = NEVER;
+    if (cmd->op == BS_OP_RESERVE || cmd->op == BS_OP_RESERVE_TIMEOUT)
+        reserve_begin(s);
     bs_backend_run(s);
 }
 
@@ -400,21 +545,37 @@ static void unaccepted_closed(uv_handle_t *h)
     free(h->data);
 }
 
+/* A client that cannot be served: accepted and closed at once, with why
+ * in the log (NULL: nothing to say, the frontend stops). */
+static void accept_refuse(struct bs_frontend *fe, uv_stream_t *listener, const char *why)
+{
+    uv_tcp_t *t = xmalloc(sizeof *t);
+    uv_tcp_init(fe->loop, t);
+    if (uv_accept(listener, (uv_stream_t *)t) == 0 && why != NULL)
+        log_warning(BS_COMPONENT, "client connection refused: %s", why);
+    uv_close((uv_handle_t *)t, rejected_closed);
+}
+
 int bs_session_accept(struct bs_frontend *fe, uv_stream_t *listener)
 {
+    char why[80];
     if (fe->stopping || fe->n_sessions >= fe->bc.max_clients) {
-        uv_tcp_t *t = xmalloc(sizeof *t);
-        uv_tcp_init(fe->loop, t);
-        if (uv_accept(listener, (uv_stream_t *)t) == 0 && !fe->stopping)
-            log_warning(BS_COMPONENT, "client connection refused: MAX_CLIENTS (%d) are open", fe->bc.max_clients);
-        uv_close((uv_handle_t *)t, rejected_closed);
+        snprintf(why, sizeof why, "MAX_CLIENTS (%d) are open", fe->bc.max_clients);
+        accept_refuse(fe, listener, fe->stopping ? NULL : why);
         return 0;
     }
     struct bs_session *s = xcalloc(1, sizeof *s);
+    struct bs_wlink *dflt = bs_waiters_watch(&fe->waiters, "default", s);
+    if (dflt == NULL) {
+        free(s);
+        accept_refuse(fe, listener, "out of memory for the waiter index");
+        return 0;
+    }
     s->fe = fe;
     uv_tcp_init(fe->loop, &s->tcp);
     s->tcp.data = s;
     if (uv_accept(listener, (uv_stream_t *)&s->tcp) != 0) {
+        bs_waiters_unwatch(&fe->waiters, dflt);
         uv_close((uv_handle_t *)&s->tcp, unaccepted_closed);
         return -1;
     }
@@ -431,6 +592,8 @@ int bs_session_accept(struct bs_frontend *fe, uv_stream_t *listener)
     snprintf(s->use, sizeof s->use, "default");
     s->watch = xmalloc(sizeof *s->watch);
     s->watch[0] = xstrdup("default");
+    s->wlink = xmalloc(sizeof *s->wlink);
+    s->wlink[0] = dflt;
     s->n_watch = 1;
     s->deadline_ms = NEVER;
     bs_framer_init(&s->framer, fe->bc.max_job_size);

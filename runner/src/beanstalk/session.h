@@ -9,6 +9,7 @@
 #define PEPSI_BEANSTALK_SESSION_H
 
 #include "beanstalk/beanstalk.h"
+#include "beanstalk/waiters.h"
 
 struct bs_session {
     struct bs_frontend *fe;
@@ -25,7 +26,10 @@ struct bs_session {
     bool reading;                  /* uv_read_start in force */
     bool busy;                     /* a query in flight */
     bool waiting;                  /* a reserve waits for a wake-up */
-    bool rewake;                   /* a watched tube was notified while a reserve ran */
+    bool in_reserve;               /* a reserve runs or waits: its links are on their tubes' lists */
+    bool notify_armed;             /* the timer was set (or kept) for a NOTIFY's wake-up */
+    uint64_t last_notify_ms;       /* when a NOTIFY last made its reserve query again (now_ms) */
+    size_t n_woken;                /* tubes whose woken waiter it is (waiters.h: woken) */
     bool gone;                     /* the client connection is closed (or closing) */
     bool closed_sql;               /* beanstalk_session_close sent (or not needed) */
     bool watch_limit_logged;       /* told the log it reached BS_MAX_WATCHED */
@@ -35,16 +39,28 @@ struct bs_session {
     int64_t early_for;             /* the next_at (database ms) already tried a second early, 0: none */
     char use[TUBE_NAME_MAX + 1];
     char **watch;                  /* the watch list, in the order watched */
+    struct bs_wlink **wlink;       /* watch[i]'s link in the frontend's waiter index */
     size_t n_watch;
+    struct bs_wlink *new_link;     /* the link of a watch whose SQL runs, NULL: none */
 };
 
 /* Accepts a client from the listener: a session that opens itself in SQL
  * first. 0, or -1 (nothing kept). */
 int bs_session_accept(struct bs_frontend *fe, uv_stream_t *listener);
 
-/* A NOTIFY pepsi_beanstalk with a tube name: the waiting reserves that
- * watch it run again. */
-void bs_session_notify(struct bs_frontend *fe, const char *tube);
+/* A NOTIFY pepsi_beanstalk naming tube (len bytes, a valid name): one
+ * reserve waiting on it runs again (the next in turn; the one after it
+ * when that one finds a job, and so on), at the earliest
+ * BS_NOTIFY_FLOOR_MS after the tube's and that session's last NOTIFY-made
+ * query; NOTIFYs in between fold into that query. O(1) with the index. */
+void bs_session_notify(struct bs_frontend *fe, const char *tube, size_t len);
+
+/* The watch whose SQL committed (s->cmd.tube, s->new_link) joins the
+ * watch list. */
+void bs_session_watch_add(struct bs_session *s);
+
+/* tube leaves the watch list (ignore committed). */
+void bs_session_watch_remove(struct bs_session *s, const char *tube);
 
 /* The frontend stops: the session closes once its command in flight is
  * answered (hard: at once, without its SQL close). */
