@@ -202,8 +202,10 @@ fuzz:
 		LDFLAGS='$(FUZZ_SANITIZE)' fuzz-build
 	FUZZ_TIME=$(FUZZ_TIME) FUZZ_TARGETS=$(FUZZ_TARGETS) scripts/fuzz $(FUZZ_BUILD) $(FUZZ_NAMES)
 
+# The router database's project (router/, issue 18) has its own chain and suites.
 check-sql:
 	scripts/test-sql
+	scripts/test-router
 
 # 62-pgarray.t runs the unit test test_pgarray against its database.
 check-e2e: all $(BUILD)/tests/test_pgarray
