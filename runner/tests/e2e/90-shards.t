@@ -16,7 +16,7 @@
 #      so does the router's cluster_apply (PX071); a runner on a shard
 #      without TOPOLOGY_FINGERPRINT refuses too.
 . "$(dirname "$0")/lib.sh"
-plan 30
+plan 33
 
 n=${PEPSI_E2E_SHARD_MESSAGES:-50000}
 batch=1000
@@ -90,10 +90,17 @@ NEXT = b
 PROGRAM = pepsi-stage-pass
 PARALLELISM = 1
 QUEUE_LIMIT = 64
+FUSION = no
 EOF
 }
+# shard_conf N FILE [KEY=VALUE...]: a runner configuration for shard N
+shard_conf() {
+    local E2E_CONNINFO
+    E2E_CONNINFO=$(cat "$E2E_DIR/conninfo$1")
+    stages | write_conf "${@:2}"
+}
 for s in 0 1; do
-    E2E_CONNINFO=$(cat "$E2E_DIR/conninfo$s") stages | write_conf "$E2E_DIR/shard$s.conf" PARTITION_COUNT=256 TOPOLOGY_FINGERPRINT="$fp"
+    shard_conf "$s" "$E2E_DIR/shard$s.conf" PARTITION_COUNT=256 TOPOLOGY_FINGERPRINT="$fp"
 done
 
 # inject COUNT FIRST: COUNT messages over the 200 tubes through the router,
@@ -130,7 +137,6 @@ is "$(rsql "select sum(waiting) from pepsi.sender_backlog")" "$n" "issue 18: the
 is "$(rsql "select count(*) from pepsi.queue_overview where shard = 1")" \
    "$(ssql 1 "select count(*) from pepsi.queue_overview")" "issue 18: the router's rows of shard 1 are shard 1's view"
 
-E2E_CONNINFO=$(cat "$E2E_DIR/conninfo0")
 ok "shard 0's runner starts" start_runner "$E2E_DIR/shard0.conf"
 pid0=$RUNNER_PID
 log0=$RUNNER_LOG
@@ -156,21 +162,30 @@ is "$(ssql 0 "select count(*) from e2e_claim c join pepsi.shard_map m using (par
 
 m=$((n / 10 < 2000 ? 2000 : n / 10))
 ssql 0 "truncate e2e_finish" && ssql 1 "truncate e2e_finish"
+# Shard 1's stage b is paused on shard 1 alone, so that its messages are
+# still there (pending at b) when its PostgreSQL stops, whatever the speed.
+ssql 1 "select pepsi.workqueue_pause_stage('b', 'e2e 90: shard 1 mid-run')" >/dev/null
 inject "$m" $((n + 1))
+wait_s1_at_b() { [ "$(ssql 1 "select count(*) from pepsi.workqueue where stage = 'a'")" = 0 ]; }
+wait_cmd 120 wait_s1_at_b
 s1_before=$(ssql 1 "select count(*) from pepsi.workqueue")
-ok "shard 1's PostgreSQL stops while its runner works" "$PG" stop "$E2E_DIR/pg1"
+ok "shard 1's PostgreSQL stops while $s1_before of its messages are on their way" "$PG" stop "$E2E_DIR/pg1"
+ok "... (it held messages of the round)" test "$s1_before" -gt 0
 tube0=$(rsql "select t from (select 'tube.' || g as t from generate_series(0, 199) g) x where pepsi_router.shard_of_tube(t) = 0 limit 1")
 tube1=$(rsql "select t from (select 'tube.' || g as t from generate_series(0, 199) g) x where pepsi_router.shard_of_tube(t) = 1 limit 1")
 err=$(rsql "select pepsi.workqueue_inject('a', p_tube => '$tube1', p_state => '{\"n\": -1}')" 2>&1)
 like "$err" "PX070: shard 1 did not answer" "issue 18: an inject for a tube of the stopped shard fails with PX070 naming shard 1"
 t0=$(date +%s%N)
-ok "issue 18: ... while one for shard 0's tube goes through" rsql "select pepsi.workqueue_inject('a', p_tube => '$tube0', p_state => '{\"n\": -2}')"
+quiet() { "$@" >/dev/null; }
+ok "issue 18: ... while one for shard 0's tube goes through" \
+   quiet rsql "select pepsi.workqueue_inject('a', p_tube => '$tube0', p_state => '{\"n\": -2}')"
 ok "issue 18: a batch for shard 0's tubes goes through while shard 1 is down" \
-   rsql "select count(*) from pepsi.workqueue_inject_batch('[{\"stage\": \"a\", \"tube\": \"$tube0\", \"state\": {\"n\": -3}}]')"
+   quiet rsql "select count(*) from pepsi.workqueue_inject_batch('[{\"stage\": \"a\", \"tube\": \"$tube0\", \"state\": {\"n\": -3}}]')"
 s0done() { [ "$(ssql 0 "select count(*) from pepsi.workqueue")" = 0 ]; }
 ok "issue 18: shard 0's messages all finish while shard 1 is down" wait_cmd 300 s0done
 note "shard 0 drained $(elapsed_ms "$t0") ms after shard 1 stopped"
-ok "shard 1's PostgreSQL starts again" "$PG" start "$E2E_DIR/pg1" --fast
+ok "shard 1's PostgreSQL starts again" quiet "$PG" start "$E2E_DIR/pg1" --fast
+ssql 1 "select pepsi.workqueue_resume_stage('b')" >/dev/null
 s1done() { [ "$(ssql 1 "select count(*) from pepsi.workqueue")" = 0 ]; }
 ok "issue 18: shard 1's runner reconnects and its messages finish" wait_cmd 300 s1done
 s1_total=$(ssql 1 "select count(distinct n) from e2e_finish where n > $n")
@@ -189,7 +204,7 @@ is "$?" 78 "issue 18: a shard deployed with another topology: its runner refuses
 ok "... saying the fingerprint differs" grep -q "TOPOLOGY_FINGERPRINT = $fp, but the database's topology" "$E2E_DIR/refused.log"
 err=$(rsql "select * from pepsi_router.cluster_apply($conninfos)" 2>&1)
 like "$err" "PX071: shard 1 is not the router's topology" "issue 18: ... and the router's cluster_apply refuses it (PX071)"
-E2E_CONNINFO=$(cat "$E2E_DIR/conninfo0") stages | write_conf "$E2E_DIR/nofp.conf"
+shard_conf 0 "$E2E_DIR/nofp.conf"
 run_runner "$E2E_DIR/nofp.log" -c "$E2E_DIR/nofp.conf" serve
 is "$?" 78 "issue 18: a runner on a shard without TOPOLOGY_FINGERPRINT refuses (78)"
 
