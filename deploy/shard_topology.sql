@@ -26,6 +26,9 @@
 --     nothing here refuses (78), and a runner never believes it serves
 --     another shard's tubes. It also returns the shard (NULL when none):
 --     a runner on a shard refuses without TOPOLOGY_FINGERPRINT;
+--   - a shard refuses a message for a tube of another shard (PX072, in
+--     workqueue_insert, the one statement that creates rows): its row
+--     would be served here while the router sends the tube elsewhere;
 --   - ids carry their shard: shard s numbers its messages from s << 48
 --     (1 for shard 0) to ((s + 1) << 48) - 1, so the router sends a by-id
 --     call to shard id >> 48 without a look-up. 2^48 ids a shard, 2^15
@@ -435,6 +438,106 @@ $$;
 
 comment on function pepsi.shard_identity() is
     'pepsi_reader and pepsi_runner (the router''s cluster_apply), issue 18: this database''s shard, shard count, topology fingerprint and partition count; NULLs when not a shard or without a topology; PX041 when damaged. Writes nothing.';
+
+-- workqueue_insert as deploy/workqueue_enqueue_options.sql has it, and on a
+-- shard it refuses a tube of another shard (PX072).
+create or replace function pepsi.workqueue_insert(p_items pepsi.workqueue_item[], p_body_ids bigint[],
+                                       p_priorities int[], p_run_at timestamptz[], p_dedupe_keys text[])
+returns setof bigint
+language plpgsql
+set search_path = pg_catalog, pepsi, pg_temp
+as $$
+-- The one statement that creates message rows (issue 13; issue 16 adds
+-- the enqueue options): writes p_items, in one statement, and returns one
+-- id per item in input order: the new row's, or NULL for an item whose
+-- dedupe key a live row holds (nothing is written for it; the caller,
+-- workqueue_enqueue, looks that row up).
+-- Per item n: p_priorities[n] (NULL: 0), p_run_at[n] (after now(): the row
+-- is paused with timeout = run_at, released by the paused sweep; else
+-- pending), p_dedupe_keys[n] (NULL: none; ON CONFLICT DO NOTHING against
+-- workqueue_dedupe_key_idx, which also waits for a concurrent insert of
+-- the key and skips the item when that commits). NULL arrays: defaults.
+-- Body sharing: with p_body_ids NULL, an item with a body or a header
+-- block gets a workqueue_body row of its own, written only when its
+-- message row was (a skipped item leaves no orphan body); with
+-- p_body_ids, item n shares the existing body p_body_ids[n] (NULL: none).
+-- Ids and body ids are drawn before the insert, so that each item knows
+-- its row and body without matching rows back by position.
+-- Each row gets its tube's partition and that partition's owner slot, the
+-- map read under a ROW SHARE lock of partition_map (see the comment of
+-- workqueue_create before issue 16: a row is never written with a slot
+-- read from a map a concurrent change has just replaced).
+-- On a shard (issue 18), a tube whose partition another shard owns is
+-- refused (PX072) before anything is written: its row would be served
+-- by this shard's runners while the router sends the tube elsewhere.
+-- Nothing else is checked here: the caller has checked every item. No NOTIFY.
+-- Tables: workqueue_body, workqueue (insert); topology, partition_map,
+-- shard_self, shard_map (read).
+declare
+    v_count int;
+    v_foreign record;
+begin
+    lock table pepsi.partition_map in row share mode;
+    v_count := (select t.partition_count from pepsi.topology t);
+    if exists (select 1 from pepsi.shard_self) then
+        select d.tube, m.shard, s.shard as self into v_foreign
+          from (select distinct i.tube from unnest(p_items) i) d
+               join pepsi.shard_map m on m.partition = pepsi.tube_partition(d.tube, v_count)
+               cross join pepsi.shard_self s
+         where m.shard <> s.shard
+         limit 1;
+        if found then
+            raise exception 'tube "%" belongs to shard %, not to this shard (%): inject through the router',
+                  left(v_foreign.tube, 64), v_foreign.shard, v_foreign.self using errcode = 'PX072';
+        end if;
+    end if;
+    return query
+    with src as materialized (
+        select i.*,
+               case when p_body_ids is not null then p_body_ids[i.ord]
+                    when i.body is not null or i.headers is not null
+                    then nextval(pg_get_serial_sequence('pepsi.workqueue_body', 'body_id')) end as body_id,
+               nextval(pg_get_serial_sequence('pepsi.workqueue', 'workqueue_id')) as id,
+               coalesce(p_priorities[i.ord], 0)::smallint as priority,
+               p_run_at[i.ord] > now() as delayed,
+               p_run_at[i.ord] as run_at,
+               p_dedupe_keys[i.ord] as dedupe_key
+          from unnest(p_items) with ordinality as i(stage, tube, body, headers, envelope_sender, recipients,
+                                                    origin_user, origin_addr, state, subject, header_from,
+                                                    arrived_at, webhook_event_id, ord)
+    ), parts as (
+        select p.tube, p.partition, coalesce(m.owner_slot, 0) as owner_slot
+          from (select d.tube, case when v_count is null then 0
+                                    else pepsi.tube_partition(d.tube, v_count) end as partition
+                  from (select distinct s.tube from src s) d) p
+               left join pepsi.partition_map m on m.partition = p.partition
+    ), ins as (
+        insert into pepsi.workqueue (workqueue_id, tube, stage, origin_user, origin_addr, envelope_sender,
+                                     recipients, header_from, subject, state, body_id, arrived_at,
+                                     webhook_event_id, partition, owner_slot, priority, status, timeout,
+                                     dedupe_key)
+        overriding system value
+        select s.id, s.tube, s.stage, s.origin_user, s.origin_addr, s.envelope_sender, s.recipients,
+               s.header_from, s.subject, s.state, s.body_id, s.arrived_at, s.webhook_event_id, p.partition,
+               p.owner_slot, s.priority,
+               case when s.delayed then 'paused' else 'pending' end::pepsi.workqueue_status,
+               case when s.delayed then s.run_at end, s.dedupe_key
+          from src s join parts p on p.tube = s.tube
+         order by s.ord
+        on conflict (dedupe_key) where dedupe_key is not null do nothing
+        returning workqueue.workqueue_id
+    ), bodies as (
+        insert into pepsi.workqueue_body (body_id, headers, body)
+        overriding system value
+        select s.body_id, s.headers, s.body
+          from src s join ins on ins.workqueue_id = s.id
+         where s.body_id is not null and p_body_ids is null
+    )
+    select ins.workqueue_id
+      from src s left join ins on ins.workqueue_id = s.id
+     order by s.ord;
+end
+$$;
 
 -- API level 3: topology_check returns the shard (the runner reads it).
 create or replace function pepsi.schema_api(out level int, out oldest int)

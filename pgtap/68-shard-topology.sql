@@ -3,14 +3,14 @@
 -- partition) and which shard it is; the fingerprint covers the shards (and
 -- is exactly the unsharded one without them); topology_check lists only
 -- this shard's partitions of a slot; message ids carry their shard
--- (id >> 48); the rules are topology_set's: anything on an empty queue,
--- nothing that moves a tube with messages present (PX040), damaged
+-- (id >> 48); a shard refuses a tube of another shard (PX072); the rules
+-- are topology_set's: anything on an empty queue, nothing that moves a tube with messages present (PX040), damaged
 -- metadata never overwritten (PX041), runners stopped (PX042).
 -- "A runner holds slot n" is a second session (dblink) holding the
 -- dispatcher lock pepsi.lock_key('dispatcher', n), as the runner does.
 
 begin;
-select plan(39);
+select plan(42);
 
 create extension if not exists dblink;
 select dblink_connect('runner68', format('dbname=%s port=%s host=%s', current_database(), current_setting('port'),
@@ -81,8 +81,14 @@ select is((select count(*)::int from pepsi.topology_check(1) c where c.slot_part
           'slot 1 owns partitions on shard 1');
 
 -- Ids carry their shard.
-select is((select pepsi.workqueue_inject('s1', p_tube => 'alpha') >> 48), 1::bigint,
+-- t1 is in partition 6 (shard 1), t3 in partition 0 (shard 0).
+select is((select pepsi.workqueue_inject('s1', p_tube => 't1') >> 48), 1::bigint,
           'issue 18: a message on shard 1 has an id whose top bits (id >> 48) are 1');
+select throws_ok($$select pepsi.workqueue_inject('s1', p_tube => 't3')$$, 'PX072', null,
+                 'issue 18: shard 1 refuses a message for a tube of shard 0 (PX072)');
+select throws_ok($$select pepsi.workqueue_inject_batch('[{"stage": "s1", "tube": "t1"}, {"stage": "s1", "tube": "t3"}]')$$,
+                 'PX072', null, 'issue 18: ... also in a batch, where nothing is written');
+select is((select count(*)::int from pepsi.workqueue), 1, '... only the first message is there');
 select is((select min(workqueue_id) from pepsi.workqueue), 1::bigint << 48,
           'issue 18: shard 1 numbers its messages from 1 << 48');
 
@@ -125,7 +131,7 @@ select throws_ok($$select pepsi.topology_set(16, 2)$$, 'PX040', null,
 select is(pepsi.shard_topology_set(2, '{0,0,1,1,0,0,1,1}', 0),
           pg_temp.sha('fnv1a64;8;0,0,1,1,1,1,1,1;shards;2;0,0,1,1,0,0,1,1'),
           'issue 18: on an empty queue this database may become shard 0 (same map, same fingerprint)');
-select is((select pepsi.workqueue_inject('s1', p_tube => 'alpha')), 1::bigint,
+select is((select pepsi.workqueue_inject('s1', p_tube => 't3')), 1::bigint,
           'issue 18: shard 0 numbers its messages from 1');
 delete from pepsi.workqueue;
 select is(pepsi.shard_topology_clear(), pg_temp.sha('fnv1a64;8;0,0,1,1,1,1,1,1'),
