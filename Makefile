@@ -281,6 +281,12 @@ install: all
 	install -m 644 deploy/*.sql $(DESTDIR)$(SHAREDIR)/deploy/
 	install -m 644 revert/*.sql $(DESTDIR)$(SHAREDIR)/revert/
 	install -m 644 verify/*.sql $(DESTDIR)$(SHAREDIR)/verify/
+	# The router database's project (issue 18): sqitch --chdir $(SHAREDIR)/router deploy
+	install -d $(DESTDIR)$(SHAREDIR)/router/deploy $(DESTDIR)$(SHAREDIR)/router/revert $(DESTDIR)$(SHAREDIR)/router/verify
+	install -m 644 router/sqitch.plan router/sqitch.conf $(DESTDIR)$(SHAREDIR)/router/
+	install -m 644 router/deploy/*.sql $(DESTDIR)$(SHAREDIR)/router/deploy/
+	install -m 644 router/revert/*.sql $(DESTDIR)$(SHAREDIR)/router/revert/
+	install -m 644 router/verify/*.sql $(DESTDIR)$(SHAREDIR)/router/verify/
 	install -m 644 conf/pepsi.sysusers $(DESTDIR)$(SYSUSERSDIR)/pepsi.conf
 	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then \
 		echo "systemd-sysusers $(SYSUSERSDIR)/pepsi.conf"; \
