@@ -9,14 +9,15 @@
 #      tube's partition, and the router's views add up to each shard's own
 #      counts. Then the runners: every message processed exactly once, by
 #      its shard's runner.
-#   2. Shard 1's PostgreSQL stops mid-run: injects for its tubes fail with
-#      PX070 naming shard 1, shard 0's tubes keep flowing and finish; shard
-#      1 back, its rows finish, none lost.
+#   2. Shard 1's PostgreSQL stops mid-run: injects (and an operator call)
+#      for its tubes fail with PX070 naming shard 1, shard 0's tubes keep
+#      flowing and finish, the views fail rather than sum part of the
+#      queue; shard 1 back, its rows finish, none lost.
 #   3. A shard deployed with another topology: its runner refuses (78), and
 #      so does the router's cluster_apply (PX071); a runner on a shard
 #      without TOPOLOGY_FINGERPRINT refuses too.
 . "$(dirname "$0")/lib.sh"
-plan 33
+plan 36
 
 n=${PEPSI_E2E_SHARD_MESSAGES:-50000}
 batch=1000
@@ -181,6 +182,12 @@ ok "issue 18: ... while one for shard 0's tube goes through" \
    quiet rsql "select pepsi.workqueue_inject('a', p_tube => '$tube0', p_state => '{\"n\": -2}')"
 ok "issue 18: a batch for shard 0's tubes goes through while shard 1 is down" \
    quiet rsql "select count(*) from pepsi.workqueue_inject_batch('[{\"stage\": \"a\", \"tube\": \"$tube0\", \"state\": {\"n\": -3}}]')"
+ok "issue 18: an operator call by tube for shard 0 works while shard 1 is down" \
+   quiet rsql "select pepsi.workqueue_resume(p_tube => '$tube0')"
+err=$(rsql "select pepsi.workqueue_resume(p_tube => '$tube1')" 2>&1)
+like "$err" "PX070: shard 1 did not answer" "issue 18: ... and one for shard 1's tube fails with PX070"
+err=$(rsql "select count(*) from pepsi.queue_overview" 2>&1)
+like "$err" "\\[pepsi_shard1\\]" "issue 18: a view over all shards fails while one is down, naming its database (never a partial sum)"
 s0done() { [ "$(ssql 0 "select count(*) from pepsi.workqueue")" = 0 ]; }
 ok "issue 18: shard 0's messages all finish while shard 1 is down" wait_cmd 300 s0done
 note "shard 0 drained $(elapsed_ms "$t0") ms after shard 1 stopped"
