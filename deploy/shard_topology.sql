@@ -539,6 +539,23 @@ begin
 end
 $$;
 
+create function pepsi.webhook_provider_tubes(p_providers text[])
+returns table (provider text, tube text)
+language sql stable
+security definer
+set search_path = pg_catalog, pg_temp
+as $$
+-- Where the router sends a provider's webhook events (issue 18): each
+-- named provider that exists here and its tube (the tube its events are
+-- queued in; for a pulled provider, without a stage, its tube column all
+-- the same, default 'default': its events live on that tube's shard).
+-- Unknown providers have no row (the shard's ingest then says PX011).
+    select p.provider, p.tube from pepsi.webhook_provider p where p.provider = any (p_providers)
+$$;
+
+comment on function pepsi.webhook_provider_tubes(text[]) is
+    'pepsi_ingress (the router''s webhook ingest), issue 18: the tube of each named provider that exists, which decides the shard its events go to. Writes nothing.';
+
 -- API level 3: topology_check returns the shard (the runner reads it).
 create or replace function pepsi.schema_api(out level int, out oldest int)
 language sql immutable parallel safe
@@ -552,8 +569,9 @@ comment on function pepsi.schema_api() is
 revoke all on table pepsi.shard_self, pepsi.shard_map from public;
 revoke all on function pepsi.topology_fingerprint_of(text, int, int[], int, int[]), pepsi.shard_read(),
     pepsi.topology_check(int), pepsi.shard_topology_set(int, int[], int), pepsi.shard_topology_clear(),
-    pepsi.shard_identity() from public;
+    pepsi.shard_identity(), pepsi.webhook_provider_tubes(text[]) from public;
 grant execute on function pepsi.topology_check(int) to pepsi_runner, pepsi_reader;
+grant execute on function pepsi.webhook_provider_tubes(text[]) to pepsi_ingress;
 grant execute on function pepsi.shard_identity() to pepsi_runner, pepsi_reader;
 grant select on pepsi.shard_self, pepsi.shard_map to pepsi_reader;
 

@@ -49,6 +49,8 @@ insert into fn_doc values
     ('topology_fingerprint',          '{pepsi_runner,pepsi_reader}'),
     -- issue 18: what the router's cluster_apply asks every shard
     ('shard_identity',                '{pepsi_runner,pepsi_reader}'),
+    -- issue 18: where the router sends a provider's webhook events
+    ('webhook_provider_tubes',        '{pepsi_ingress}'),
     -- issue 14: tubes (stats-tube, pause-tube); the operator role comes in issue 15
     ('tube_stats',                    '{pepsi_runner,pepsi_reader}'),
     ('tube_locate',                   '{pepsi_runner,pepsi_reader}'),

@@ -7,6 +7,7 @@
 
 begin;
 
+drop function pepsi.webhook_provider_tubes(text[]);
 drop function pepsi.shard_identity();
 drop function pepsi.shard_topology_clear();
 drop function pepsi.shard_topology_set(int, int[], int);

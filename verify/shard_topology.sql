@@ -9,6 +9,7 @@ select 'pepsi.shard_read()'::regprocedure;
 select 'pepsi.shard_topology_set(int, int[], int)'::regprocedure;
 select 'pepsi.shard_topology_clear()'::regprocedure;
 select 'pepsi.shard_identity()'::regprocedure;
+select 'pepsi.webhook_provider_tubes(text[])'::regprocedure;
 -- topology_check returns the shard (API level 3).
 select shard from pepsi.topology_check(0) where false;
 select 1 / (level >= 3)::int from pepsi.schema_api();

@@ -36,10 +36,14 @@
 --            must share: config_set, config_unset, config_remove_stage,
 --            config_clear, settings_set, settings_delete (RUN ON ALL,
 --            counts summed; each shard applies it in its own transaction).
+--   by provider  webhook_events_ingest, webhook_event_ingest: by the tube
+--            of each event's provider; a burst split by shard with each
+--            event's payload bytes, all or nothing per shard only.
 -- Not routed (router/pgtap/02-routes.sql lists them and why): the
--- webhook ingress's functions (the ingress connects to a shard), the
--- runner's and workers' functions (they connect to their own shard),
--- and read-only look-ups.
+-- ingress process's own calls (provider list, statistics: the ingress
+-- connects to a shard), the tombstone and back-fill requests, the
+-- runner's and workers' functions (they connect to their own shard), and
+-- read-only look-ups.
 
 begin;
 
@@ -218,6 +222,191 @@ begin
         end loop;
     end loop;
     return query select u from unnest(v_ids) u;
+end
+$$;
+
+-- ---- webhook events, by their provider's tube ---------------------------------------
+-- An event goes to the shard of its provider's tube (a pulled provider's
+-- tube column all the same, default 'default'), which the shards know
+-- (pepsi.webhook_provider_tubes, asked of the first shard that answers:
+-- every shard holds the same providers). The ingress itself
+-- (pepsi-runner ingress) still connects to a shard; these routes are for
+-- applications and tools that store events through the router.
+
+create function pepsi_router.webhook_provider_tubes_on(p_shard int, p_providers text[])
+returns table (provider text, tube text)
+language plproxy
+as $$
+    cluster 'pepsi_shards';
+    run on p_shard;
+    select t.provider, t.tube from pepsi.webhook_provider_tubes(p_providers) t;
+$$;
+
+create function pepsi_router.webhook_provider_shards(p_providers text[])
+returns table (provider text, shard int)
+language plpgsql
+set search_path = pg_catalog, pg_temp
+as $$
+-- The shard of each named provider's tube (unknown providers: no row),
+-- asked of shard 0, or of the next when it does not answer: one shard
+-- down does not stop the others' webhooks. PX070 when none answers.
+declare
+    v_count int := (pepsi_router.routable()).shard_count;
+    v_err text;
+begin
+    for v_n in 0 .. v_count - 1 loop
+        begin
+            return query select t.provider, pepsi_router.shard_of_tube(t.tube)
+                           from pepsi_router.webhook_provider_tubes_on(v_n, p_providers) t;
+            return;
+        exception when sqlstate 'XX000' then
+            v_err := sqlerrm;
+        end;
+    end loop;
+    raise exception 'no shard answered for the webhook providers'' tubes: %', v_err using errcode = 'PX070';
+end
+$$;
+
+create function pepsi_router.webhook_events_ingest_on(p_shard int, p_events jsonb, p_payloads bytea)
+returns table (ord int, webhook_event_id bigint, outcome text, workqueue_id bigint)
+language plproxy
+as $$
+    cluster 'pepsi_shards';
+    run on p_shard;
+    select i.ord, i.webhook_event_id, i.outcome, i.workqueue_id from pepsi.webhook_events_ingest(p_events, p_payloads) i;
+$$;
+
+create function pepsi.webhook_events_ingest(p_events jsonb, p_payloads bytea default null)
+returns table (ord int, webhook_event_id bigint, outcome text, workqueue_id bigint)
+language plpgsql
+set search_path = pg_catalog, pg_temp
+as $$
+-- The router's webhook_events_ingest (issue 18): the burst split by the
+-- shard of each event's provider's tube, each event's payload_length
+-- bytes of p_payloads going with it, one call per shard in shard order;
+-- one row per event in input order (ord: its place in the whole burst).
+-- All or nothing per shard only. Refused before anything is sent: PX003
+-- (not an array, an element not an object, payload lengths that do not
+-- add up), PX011 (an unknown provider), PX012 (a payload_length that is
+-- not a number); a shard's own error keeps its SQLSTATE and names the
+-- shard and the event's place in the whole burst; PX070 a shard that
+-- does not answer.
+declare
+    v_rows jsonb;
+    v_part record;
+    v_bad record;
+    v_state text;
+    v_msg text;
+    v_n int;
+begin
+    if p_events is null or jsonb_typeof(p_events) <> 'array' then
+        raise exception 'events must be a JSON array' using errcode = 'PX003';
+    end if;
+    if jsonb_array_length(p_events) = 0 then
+        return;
+    end if;
+    -- Each event with its shard and the offset and length of its bytes in
+    -- p_payloads; an event whose payload_length is not a number is left
+    -- out here (and refused below).
+    v_rows := (select jsonb_agg(jsonb_build_object('ord', x.ord, 'ev', x.ev, 'shard', x.shard, 'off', x.off,
+                                                   'len', x.len) order by x.ord)
+                 from (select e.ord, e.ev, s.shard,
+                              sum(coalesce((e.ev->>'payload_length')::bigint, 0)) over (order by e.ord)
+                                  - coalesce((e.ev->>'payload_length')::bigint, 0) as off,
+                              (e.ev->>'payload_length')::bigint as len
+                         from jsonb_array_elements(p_events) with ordinality as e(ev, ord)
+                              left join pepsi_router.webhook_provider_shards(
+                                  array(select distinct x->>'provider' from jsonb_array_elements(p_events) x
+                                         where jsonb_typeof(x) = 'object' and x->>'provider' is not null)) s
+                                     on jsonb_typeof(e.ev) = 'object' and s.provider = e.ev->>'provider'
+                        where jsonb_typeof(e.ev) <> 'object' or not (e.ev ? 'payload_length')
+                           or (jsonb_typeof(e.ev->'payload_length') = 'number'
+                               and (e.ev->>'payload_length') ~ '^[0-9]{1,10}$')) x);
+    select min(e.ord) filter (where jsonb_typeof(e.ev) <> 'object') as not_object,
+           min(e.ord) filter (where jsonb_typeof(e.ev) = 'object' and r.ord is null) as malformed,
+           min(e.ord) filter (where r.shard is null and jsonb_typeof(e.ev) = 'object') as unknown,
+           coalesce(sum(r.len), 0) as total
+      into v_bad
+      from jsonb_array_elements(p_events) with ordinality as e(ev, ord)
+           left join jsonb_to_recordset(v_rows) as r(ord int, ev jsonb, shard int, off bigint, len bigint)
+                  on r.ord = e.ord;
+    if v_bad.not_object is not null then
+        raise exception 'event % of the burst is not a JSON object', v_bad.not_object using errcode = 'PX003';
+    end if;
+    if v_bad.malformed is not null then
+        raise exception 'event % of the burst is malformed', v_bad.malformed using errcode = 'PX012',
+              detail = 'payload_length must be a number of bytes.';
+    end if;
+    if v_bad.unknown is not null then
+        raise exception 'event %: unknown webhook provider "%"', v_bad.unknown,
+              coalesce(p_events->(v_bad.unknown::int - 1)->>'provider', '<null>') using errcode = 'PX011';
+    end if;
+    if v_bad.total <> coalesce(octet_length(p_payloads), 0) then
+        raise exception 'payload lengths add up to % bytes, the payloads have %', v_bad.total,
+              coalesce(octet_length(p_payloads), 0) using errcode = 'PX003';
+    end if;
+    for v_part in
+        select r.shard, array_agg(r.ord order by r.ord) as ords, jsonb_agg(r.ev order by r.ord) as events,
+               string_agg(case when r.len is not null then substring(p_payloads from (r.off + 1)::int for r.len::int) end,
+                          ''::bytea order by r.ord) as payloads
+          from jsonb_to_recordset(v_rows) as r(ord int, ev jsonb, shard int, off bigint, len bigint)
+         group by r.shard order by r.shard
+    loop
+        begin
+            return query
+            select v_part.ords[i.ord], i.webhook_event_id, i.outcome, i.workqueue_id
+              from pepsi_router.webhook_events_ingest_on(v_part.shard, v_part.events, v_part.payloads) i;
+        exception when others then
+            get stacked diagnostics v_state = returned_sqlstate, v_msg = message_text;
+            if v_state = 'XX000' then
+                perform pepsi_router.unreachable(v_part.shard, v_msg);
+            end if;
+            v_msg := coalesce(substring(v_msg from 'REMOTE ERROR: (.*)$'), v_msg);
+            v_n := (regexp_match(v_msg, '^event ([0-9]+)'))[1]::int;
+            if v_n between 1 and cardinality(v_part.ords) then
+                v_msg := regexp_replace(v_msg, '^event [0-9]+', 'event ' || v_part.ords[v_n]);
+            end if;
+            raise exception 'shard %: %', v_part.shard, v_msg using errcode = v_state;
+        end;
+    end loop;
+end
+$$;
+
+create function pepsi_router.webhook_event_ingest_on(p_shard int, p_provider text, p_external_id text,
+                                                     p_payload bytea, p_headers jsonb, p_received_at timestamptz)
+returns table (webhook_event_id bigint, outcome text, workqueue_id bigint)
+language plproxy
+as $$
+    cluster 'pepsi_shards';
+    run on p_shard;
+    select i.webhook_event_id, i.outcome, i.workqueue_id
+      from pepsi.webhook_event_ingest(p_provider, p_external_id, p_payload, p_headers, p_received_at) i;
+$$;
+
+create function pepsi.webhook_event_ingest(
+    p_provider    text,
+    p_external_id text,
+    p_payload     bytea,
+    p_headers     jsonb default '{}',
+    p_received_at timestamptz default now())
+returns table (webhook_event_id bigint, outcome text, workqueue_id bigint)
+language plpgsql
+set search_path = pg_catalog, pg_temp
+as $$
+-- The router's webhook_event_ingest (issue 18): on the shard of the
+-- provider's tube. PX011 for an unknown provider (nothing sent), PX070
+-- when that shard does not answer.
+declare
+    v_shard int := (select s.shard from pepsi_router.webhook_provider_shards(array[p_provider]) s);
+begin
+    if v_shard is null then
+        raise exception 'unknown webhook provider "%"', coalesce(left(p_provider, 64), '<null>') using errcode = 'PX011';
+    end if;
+    return query select i.webhook_event_id, i.outcome, i.workqueue_id
+                   from pepsi_router.webhook_event_ingest_on(v_shard, p_provider, p_external_id, p_payload,
+                                                            p_headers, p_received_at) i;
+exception when sqlstate 'XX000' then
+    perform pepsi_router.unreachable(v_shard, sqlerrm);
 end
 $$;
 
@@ -684,6 +873,12 @@ comment on function pepsi.settings_set(text, text, text, text) is
     'Router (issue 18): settings_set on every shard (an address''s messages may be on any). PX070.';
 comment on function pepsi.settings_delete(text, text, text) is
     'Router (issue 18): settings_delete on every shard, rows summed. PX070.';
+comment on function pepsi.webhook_events_ingest(jsonb, bytea) is
+    'Router (issue 18): the burst split by the shard of each event''s provider''s tube, payload bytes with their events, one call per shard; rows in input order. All or nothing per shard only. PX003, PX011, PX012 before anything is sent; a shard''s error prefixed "shard N:" with the event''s place in the whole burst; PX070.';
+comment on function pepsi.webhook_event_ingest(text, text, bytea, jsonb, timestamptz) is
+    'Router (issue 18): webhook_event_ingest on the shard of the provider''s tube. PX011 unknown provider (nothing sent), PX070.';
+comment on function pepsi_router.webhook_provider_shards(text[]) is
+    'Internal (issue 18): the shard of each named provider''s tube, asked of the first shard that answers; PX070 when none does.';
 comment on function pepsi_router.by_shard(bigint[]) is
     'Internal (issue 18): ids grouped by their shard (id >> 48), shard order; PX004 for an id no shard gives.';
 
@@ -714,6 +909,9 @@ begin
                case when p.proname in ('workqueue_inject', 'workqueue_inject_batch', 'workqueue_inject_on',
                                        'workqueue_inject_batch_on')
                     then 'pepsi_ingress, pepsi_worker'
+                    when p.proname in ('webhook_events_ingest', 'webhook_event_ingest', 'webhook_events_ingest_on',
+                                       'webhook_event_ingest_on', 'webhook_provider_tubes_on', 'webhook_provider_shards')
+                    then 'pepsi_ingress'
                     when p.proname in ('workqueue_move', 'workqueue_pause', 'workqueue_move_on', 'workqueue_pause_on')
                     then 'pepsi_worker'
                     when p.proname in ('unreachable', 'by_shard')
@@ -722,12 +920,14 @@ begin
           from pg_catalog.pg_proc p
          where (p.pronamespace = 'pepsi'::regnamespace
                 and p.proname in ('workqueue_inject', 'workqueue_inject_batch', 'tube_pause', 'workqueue_delete',
+                                  'webhook_events_ingest', 'webhook_event_ingest',
                                   'workqueue_retry', 'workqueue_reroute', 'workqueue_resume', 'workqueue_move',
                                   'workqueue_pause', 'workqueue_purge', 'workqueue_pause_stage',
                                   'workqueue_resume_stage', 'config_set', 'config_unset', 'config_remove_stage',
                                   'config_clear', 'settings_set', 'settings_delete'))
             or (p.pronamespace = 'pepsi_router'::regnamespace
-                and (p.proname like '%\_on' or p.proname like '%\_all' or p.proname in ('unreachable', 'by_shard'))
+                and (p.proname like '%\_on' or p.proname like '%\_all'
+                     or p.proname in ('unreachable', 'by_shard', 'webhook_provider_shards'))
                 and p.proname <> 'shard_identity_on')
     loop
         execute format('revoke all on function %s from public', v.fn);

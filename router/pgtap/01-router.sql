@@ -4,14 +4,15 @@
 -- until cluster_apply has found its topology on every shard; cluster_apply
 -- refuses a shard with another topology, shards in the wrong order and a
 -- shard that does not answer; a routed call lands on the shard that owns
--- its tube or id (the expected shard computed from the hash and the even
--- map, not by the router), and the views add up the shards.
+-- its tube, id or webhook provider's tube (the expected shard computed
+-- from the hash and the even map, not by the router), and the views add
+-- up the shards.
 -- scripts/test-router makes the two shard databases (public.router_test).
 -- What the shards are given is committed there (dblink, PL/Proxy): the
 -- end of this file empties them again.
 
 begin;
-select plan(29);
+select plan(34);
 
 select dblink_connect('s0', (select conninfo from public.router_test where shard = 0));
 select dblink_connect('s1', (select conninfo from public.router_test where shard = 1));
@@ -110,6 +111,31 @@ select is(pepsi.workqueue_delete(array(select id from injected), 'test'), 40,
           'issue 18: delete by ids of both shards: each shard deletes its own, counts summed');
 select throws_ok($$select pepsi.workqueue_delete(array(select id from injected limit 1), 'test')$$, 'PX004', null,
                  'a shard''s own refusal keeps its SQLSTATE (PX004: already deleted)');
+
+-- Webhook events go to the shard of their provider's tube ----------------------------------
+
+create temp table hook_tube as
+select (select tube from injected where shard = 0 order by tube limit 1) as t0,
+       (select tube from injected where shard = 1 order by tube limit 1) as t1;
+select pg_temp.on_shard('s' || s, format('select pepsi.webhook_provider_add(%L, ''stripe'', array[''whsec_x''], ''s'', %L)', 'hook0', t0))
+  from hook_tube, generate_series(0, 1) s;
+select pg_temp.on_shard('s' || s, format('select pepsi.webhook_provider_add(%L, ''stripe'', array[''whsec_x''], ''s'', %L)', 'hook1', t1))
+  from hook_tube, generate_series(0, 1) s;
+select is((select workqueue_id >> 48 from pepsi.webhook_event_ingest('hook1', 'one', 'hello')), 1::bigint,
+          'issue 18: a webhook event through the router is queued on the shard of its provider''s tube');
+select is((select array_agg(ord || ':' || outcome || ':' || (workqueue_id >> 48) order by ord)
+             from pepsi.webhook_events_ingest(
+                 '[{"provider": "hook1", "external_id": "a", "payload_length": 3},
+                   {"provider": "hook0", "external_id": "b", "payload_length": 2},
+                   {"provider": "hook1", "external_id": "c", "payload_length": 4}]', 'abcdeWXYZ')),
+          '{1:new:1,2:new:0,3:new:1}',
+          'issue 18: a burst over two shards: one row per event in input order, each queued on its provider''s shard');
+select is(pg_temp.on_shard('s1', 'select string_agg(external_id || ''='' || convert_from(payload, ''UTF8''), '','' order by external_id) from pepsi.webhook_events where provider = ''hook1'''),
+          'a=abc,c=WXYZ,one=hello', 'issue 18: each event''s own payload bytes went with it to its shard');
+select throws_ok($$select * from pepsi.webhook_events_ingest('[{"provider": "nope", "external_id": "x", "payload": "p"}]')$$,
+                 'PX011', null, 'issue 18: an unknown provider is refused by the router (PX011), nothing sent');
+select throws_ok($$select * from pepsi.webhook_events_ingest('[{"provider": "hook0", "external_id": "x", "payload_length": 3}]', 'ab')$$,
+                 'PX003', null, 'issue 18: payload lengths that do not add up are refused (PX003), nothing sent');
 
 -- The shards' rows and topology are committed there: empty them again.
 select pg_temp.on_shard('s' || s, 'select count(*) from (select pepsi.workqueue_delete(array_agg(workqueue_id), ''cleanup'') from pepsi.workqueue having count(*) > 0) d')

@@ -32,14 +32,13 @@ $q$) as t(name text, args text, result text, full_args text);
 
 create temp table excluded (name text primary key, why text not null);
 insert into excluded values
-    -- The webhook ingress connects straight to a shard (issue 18 allows
-    -- it); an event's tube comes from its provider's row on the shard, so
-    -- routing an event needs the provider's tube first. NOT DONE: routing
-    -- events through the router.
-    ('webhook_events_ingest',    'ingress: connects to a shard; event routing by provider tube not done'),
-    ('webhook_event_ingest',     'ingress: connects to a shard; event routing by provider tube not done'),
+    -- The ingress process (pepsi-runner ingress) connects to a shard: it
+    -- reads that shard's providers and secrets and flushes its statistics
+    -- there. (Its ingest upsert is routed: webhook_events_ingest.)
     ('webhook_provider_list',    'ingress: reads its shard''s providers (secrets) at start'),
     ('ingress_stats_flush',      'ingress: its statistics go to the shard it serves'),
+    -- What the router itself asks a shard to route events.
+    ('webhook_provider_tubes',   'router: asked by the router''s webhook ingest, not by producers'),
     -- Keyed by (provider, external id), not by tube or id: an operator
     -- runs them on the shard of the provider's tube.
     ('webhook_tombstone_add',    'operator: by provider and external id, on the provider''s shard'),

@@ -34,6 +34,12 @@ drop function pepsi_router.workqueue_resume_on(int, bigint[], text, text, text, 
 drop function pepsi_router.workqueue_reroute_on(int, bigint[], text, timestamptz);
 drop function pepsi_router.workqueue_retry_on(int, bigint[], timestamptz);
 drop function pepsi_router.workqueue_delete_on(int, bigint[], text, timestamptz);
+drop function pepsi.webhook_event_ingest(text, text, bytea, jsonb, timestamptz);
+drop function pepsi_router.webhook_event_ingest_on(int, text, text, bytea, jsonb, timestamptz);
+drop function pepsi.webhook_events_ingest(jsonb, bytea);
+drop function pepsi_router.webhook_events_ingest_on(int, jsonb, bytea);
+drop function pepsi_router.webhook_provider_shards(text[]);
+drop function pepsi_router.webhook_provider_tubes_on(int, text[]);
 drop function pepsi.workqueue_inject_batch(jsonb);
 drop function pepsi_router.workqueue_inject_batch_on(int, jsonb);
 drop function pepsi.tube_pause(text, int, timestamptz);

@@ -41,6 +41,12 @@ select 'pepsi.config_remove_stage(text)'::regprocedure;
 select 'pepsi.config_clear(text)'::regprocedure;
 select 'pepsi.settings_set(text, text, text, text)'::regprocedure;
 select 'pepsi.settings_delete(text, text, text)'::regprocedure;
+select 'pepsi_router.webhook_provider_tubes_on(int, text[])'::regprocedure;
+select 'pepsi_router.webhook_provider_shards(text[])'::regprocedure;
+select 'pepsi_router.webhook_events_ingest_on(int, jsonb, bytea)'::regprocedure;
+select 'pepsi.webhook_events_ingest(jsonb, bytea)'::regprocedure;
+select 'pepsi_router.webhook_event_ingest_on(int, text, text, bytea, jsonb, timestamptz)'::regprocedure;
+select 'pepsi.webhook_event_ingest(text, text, bytea, jsonb, timestamptz)'::regprocedure;
 select 'pepsi.workqueue_status'::regtype;
 
 rollback;
