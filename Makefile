@@ -202,8 +202,10 @@ fuzz:
 		LDFLAGS='$(FUZZ_SANITIZE)' fuzz-build
 	FUZZ_TIME=$(FUZZ_TIME) FUZZ_TARGETS=$(FUZZ_TARGETS) scripts/fuzz $(FUZZ_BUILD) $(FUZZ_NAMES)
 
+# The router database's project (router/, issue 18) has its own chain and suites.
 check-sql:
 	scripts/test-sql
+	scripts/test-router
 
 # 62-pgarray.t runs the unit test test_pgarray against its database.
 check-e2e: all $(BUILD)/tests/test_pgarray
@@ -239,7 +241,7 @@ bench: all
 lint: all
 	cppcheck --quiet --inline-suppr --error-exitcode=1 --enable=warning,portability --std=c11 \
 		--suppress=missingIncludeSystem -Irunner/src runner/src runner/tests runner/fuzz examples
-	for f in scripts/* bench/run bench/ingress bench/python-pass bench/held-snapshot bench/latency-worker .ci/run runner/tests/e2e/*.t runner/tests/e2e/*.sh \
+	for f in scripts/* bench/run bench/shards bench/ingress bench/python-pass bench/held-snapshot bench/latency-worker .ci/run runner/tests/e2e/*.t runner/tests/e2e/*.sh \
 		sdk/python/*.py runner/tests/e2e/stages/py-sdk; do \
 		[ -f "$$f" ] || exit 1; \
 		if head -n 1 "$$f" | grep -q python3 || [ "$${f%.py}" != "$$f" ]; then python3 -c 'import ast, sys; ast.parse(open(sys.argv[1]).read())' "$$f" || exit 1; \
@@ -279,6 +281,12 @@ install: all
 	install -m 644 deploy/*.sql $(DESTDIR)$(SHAREDIR)/deploy/
 	install -m 644 revert/*.sql $(DESTDIR)$(SHAREDIR)/revert/
 	install -m 644 verify/*.sql $(DESTDIR)$(SHAREDIR)/verify/
+	# The router database's project (issue 18): sqitch --chdir $(SHAREDIR)/router deploy
+	install -d $(DESTDIR)$(SHAREDIR)/router/deploy $(DESTDIR)$(SHAREDIR)/router/revert $(DESTDIR)$(SHAREDIR)/router/verify
+	install -m 644 router/sqitch.plan router/sqitch.conf $(DESTDIR)$(SHAREDIR)/router/
+	install -m 644 router/deploy/*.sql $(DESTDIR)$(SHAREDIR)/router/deploy/
+	install -m 644 router/revert/*.sql $(DESTDIR)$(SHAREDIR)/router/revert/
+	install -m 644 router/verify/*.sql $(DESTDIR)$(SHAREDIR)/router/verify/
 	install -m 644 conf/pepsi.sysusers $(DESTDIR)$(SYSUSERSDIR)/pepsi.conf
 	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then \
 		echo "systemd-sysusers $(SYSUSERSDIR)/pepsi.conf"; \

@@ -47,6 +47,10 @@ insert into fn_doc values
     -- issue 14: the runner confirms the topology before it serves
     ('topology_check',                '{pepsi_runner,pepsi_reader}'),
     ('topology_fingerprint',          '{pepsi_runner,pepsi_reader}'),
+    -- issue 18: what the router's cluster_apply asks every shard
+    ('shard_identity',                '{pepsi_runner,pepsi_reader}'),
+    -- issue 18: where the router sends a provider's webhook events
+    ('webhook_provider_tubes',        '{pepsi_ingress}'),
     -- issue 14: tubes (stats-tube, pause-tube); the operator role comes in issue 15
     ('tube_stats',                    '{pepsi_runner,pepsi_reader}'),
     ('tube_locate',                   '{pepsi_runner,pepsi_reader}'),
@@ -102,6 +106,7 @@ insert into fn_doc values
     ('webhook_provider_enable', '{}'), ('webhook_id_sequence_set', '{}'), ('webhook_id_sequence_rewind', '{}'),
     ('reconcile_configure', '{}'), ('anomaly_check_set', '{}'), ('anomaly_evaluate', '{}'),
     ('topology_set', '{}'), ('partition_map_set', '{}'),
+    ('shard_topology_set', '{}'), ('shard_topology_clear', '{}'),
     -- ... and helpers that only pepsi's own security-definer functions call
     ('input_limits', '{}'), ('input_limit', '{}'), ('excerpt', '{}'), ('size_error', '{}'),
     ('stage_check', '{}'), ('address_check', '{}'), ('tube_check', '{}'), ('state_count', '{}'),
@@ -136,6 +141,8 @@ insert into fn_doc values
     -- issue 14: the topology's helpers (owner only)
     ('topology_fingerprint_of', '{}'), ('topology_read', '{}'), ('topology_write', '{}'),
     ('topology_map_check', '{}'),
+    -- issue 18: the shard level's helper (owner only)
+    ('shard_read', '{}'),
     -- issue 14: the claims' list of paused tubes and sweep (owner only)
     ('tube_pause_current', '{}'),
     -- issue 15: overlay validation, called only by config_set and its siblings
@@ -200,6 +207,8 @@ insert into rel_doc values
     ('ingress_stats',          '{pepsi_reader}'),
     ('topology',               '{pepsi_reader}'),
     ('partition_map',          '{pepsi_reader}'),
+    ('shard_self',             '{pepsi_reader}'),
+    ('shard_map',              '{pepsi_reader}'),
     ('tubes',                  '{pepsi_reader,pepsi_runner}'),
     -- issue 15: a message's envelope and state, never its body
     ('messages',               '{pepsi_reader}'),

@@ -12,28 +12,36 @@
 
 #define FP "95c138cc5289c357f2b096a0f941a8a03bed82fb871ed99f32cc5e83ff3b76d4"
 
-/* An answer with no row (n_rows 0) or one: count, hash, version, fp, owned. */
-static PGresult *answer(int n_rows, const char *count, const char *hash, const char *fp, const char *owned)
+/* An answer with no row (n_rows 0) or one: count, hash, version, fp, owned,
+ * shard (NULL: not a shard, issue 18). */
+static PGresult *answer_shard(int n_rows, const char *count, const char *hash, const char *fp, const char *owned,
+                              const char *shard)
 {
-    static const char *const names[] = {"partition_count", "hash_name", "version", "fingerprint", "slot_partitions"};
-    PGresAttDesc att[5];
+    static const char *const names[] = {"partition_count", "hash_name", "version", "fingerprint", "slot_partitions",
+                                        "shard"};
+    PGresAttDesc att[6];
     memset(att, 0, sizeof att);
-    for (int c = 0; c < 5; c++) {
+    for (int c = 0; c < 6; c++) {
         att[c].name = (char *)names[c];
         att[c].typid = 25;
         att[c].typlen = -1;
         att[c].atttypmod = -1;
     }
     PGresult *res = PQmakeEmptyPGresult(NULL, PGRES_TUPLES_OK);
-    if (!res || !PQsetResultAttrs(res, 5, att))
+    if (!res || !PQsetResultAttrs(res, 6, att))
         abort();
     if (n_rows == 1) {
-        const char *v[] = {count, hash, "3", fp, owned};
-        for (int c = 0; c < 5; c++)
-            if (!PQsetvalue(res, 0, c, (char *)v[c], (int)strlen(v[c])))
+        const char *v[] = {count, hash, "3", fp, owned, shard};
+        for (int c = 0; c < 6; c++)
+            if (!PQsetvalue(res, 0, c, (char *)v[c], v[c] ? (int)strlen(v[c]) : -1))
                 abort();
     }
     return res;
+}
+
+static PGresult *answer(int n_rows, const char *count, const char *hash, const char *fp, const char *owned)
+{
+    return answer_shard(n_rows, count, hash, fp, owned, NULL);
 }
 
 static int judge(PGresult *res, int slot, int count, const char *fp)
@@ -70,6 +78,12 @@ int main(void)
               "T-41: a hash this build does not know: refuses (78)");
     CHECK_INT(judge(answer(1, "256", "fnv1a64", FP, "0"), 5, 0, NULL), EXIT_CONFIG,
               "a slot that owns no partition: refuses (78)");
+    CHECK_INT(judge(answer_shard(1, "256", "fnv1a64", FP, "128", "1"), 0, 0, NULL), EXIT_CONFIG,
+              "issue 18: a shard without TOPOLOGY_FINGERPRINT: refuses (78)");
+    CHECK_INT(judge(answer_shard(1, "256", "fnv1a64", FP, "128", "1"), 0, 0, "00"), EXIT_CONFIG,
+              "issue 18: a shard whose fingerprint is not the configured (router's) one: refuses (78)");
+    CHECK_INT(judge(answer_shard(1, "256", "fnv1a64", FP, "128", "1"), 0, 0, FP), 0,
+              "issue 18: a shard with the router's fingerprint: serves");
     CHECK_INT(judge(PQmakeEmptyPGresult(NULL, PGRES_FATAL_ERROR), 0, 0, NULL), 1,
               "a failed read without PX041 is an error (1), not a verdict");
 

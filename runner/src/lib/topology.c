@@ -36,6 +36,7 @@ static int judge_row(const struct conf *conf, const PGresult *res, const char *c
     const char *version = PQgetvalue(res, 0, 2);
     const char *fingerprint = PQgetvalue(res, 0, 3);
     int owned = atoi(PQgetvalue(res, 0, 4));
+    bool shard = !PQgetisnull(res, 0, 5);
     if (strcmp(hash, TUBE_HASH_NAME) != 0) {
         log_error(component, "the database's topology hashes tubes with \"%s\"; this build knows only \"%s\"",
                   hash, TUBE_HASH_NAME);
@@ -47,6 +48,13 @@ static int judge_row(const struct conf *conf, const PGresult *res, const char *c
                   conf->partition_count, version, count);
         return EXIT_CONFIG;
     }
+    if (shard && conf->topology_fingerprint == NULL) {
+        log_error(component, "this database is shard %s of a sharded topology (version %s, fingerprint %s), "
+                  "but TOPOLOGY_FINGERPRINT is not set: on a shard it must be the router's fingerprint "
+                  "(select pepsi_router.topology_fingerprint() on the router; issue 18)",
+                  PQgetvalue(res, 0, 5), version, fingerprint);
+        return EXIT_CONFIG;
+    }
     if (conf->topology_fingerprint != NULL && strcasecmp(conf->topology_fingerprint, fingerprint) != 0) {
         log_error(component, "TOPOLOGY_FINGERPRINT = %s, but the database's topology (version %s) has "
                   "fingerprint %s: refusing to serve a map this runner was not configured for (T-08)",
@@ -54,12 +62,17 @@ static int judge_row(const struct conf *conf, const PGresult *res, const char *c
         return EXIT_CONFIG;
     }
     if (owned == 0) {
-        log_error(component, "owner slot %d owns no partition in the database's partition map (version %s): "
-                  "nothing to serve; check OWNER_SLOT", conf->owner_slot, version);
+        log_error(component, "owner slot %d owns no partition %sin the database's partition map (version %s): "
+                  "nothing to serve; check OWNER_SLOT", conf->owner_slot, shard ? "of this shard " : "", version);
         return EXIT_CONFIG;
     }
-    log_info(component, "topology version %s: %d partitions (%s), fingerprint %s; owner slot %d owns %d",
-             version, count, hash, fingerprint, conf->owner_slot, owned);
+    if (shard)
+        log_info(component, "topology version %s: %d partitions (%s), fingerprint %s; shard %s, owner slot %d "
+                 "owns %d of its partitions", version, count, hash, fingerprint, PQgetvalue(res, 0, 5),
+                 conf->owner_slot, owned);
+    else
+        log_info(component, "topology version %s: %d partitions (%s), fingerprint %s; owner slot %d owns %d",
+                 version, count, hash, fingerprint, conf->owner_slot, owned);
     return 0;
 }
 

@@ -9,7 +9,10 @@
  * owns every tube until a map exists), and only when neither of the other
  * two keys is set. With one, the hash must be this build's, the configured
  * count and fingerprint (when set) must match, and the slot must own at
- * least one partition. docs/tubes.md.
+ * least one partition. On a shard (issue 18: the database is one of several,
+ * a router sends each tube to its shard) TOPOLOGY_FINGERPRINT is required:
+ * the stored fingerprint covers the shard map, and a shard deployed with
+ * another map than the router's must not serve. docs/tubes.md.
  *
  * The runner then passes its OWNER_SLOT to every claim and every
  * operation on running rows (issue 14): the rows carry their owner slot
@@ -23,7 +26,7 @@
 
 /* The statement that reads the topology for owner slot $1. */
 #define TOPOLOGY_CHECK_SQL \
-    "select partition_count, hash_name, version, fingerprint, slot_partitions" \
+    "select partition_count, hash_name, version, fingerprint, slot_partitions, shard" \
     " from pepsi.topology_check($1::int)"
 
 /* Judges the answer res (on c) to TOPOLOGY_CHECK_SQL: 0, 78 or 1 as

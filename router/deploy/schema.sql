@@ -1,0 +1,1 @@
+../../deploy/schema.sql

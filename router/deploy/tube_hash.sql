@@ -1,0 +1,1 @@
+../../deploy/tube_hash.sql

@@ -1,0 +1,1 @@
+../../revert/roles.sql

@@ -1,0 +1,1 @@
+../../revert/tube_hash.sql

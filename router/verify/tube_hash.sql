@@ -1,0 +1,1 @@
+../../verify/tube_hash.sql
