@@ -37,8 +37,17 @@ begin;
 
 -- The routed functions need the shard count (routable: PX041 before
 -- cluster_apply); webhook_provider_shards, granted to pepsi_ingress, calls
--- it too.
+-- it too. It reads pepsi_router.topology, which only pepsi_reader may
+-- select: security definer (its search_path is pinned), so that a login
+-- that is only pepsi_ingress may route.
+alter function pepsi_router.routable() security definer;
 grant execute on function pepsi_router.routable() to pepsi_runner, pepsi_worker, pepsi_ingress, pepsi_reader, pepsi_operator;
+-- The routed functions (SECURITY INVOKER) call shard_of_tube and
+-- shard_of_id, granted to pepsi_reader alone by router_topology: a login
+-- that is only pepsi_ingress (the ingress, an application that injects)
+-- got "permission denied for function shard_of_tube" (e2e 91).
+grant execute on function pepsi_router.shard_of_tube(text), pepsi_router.shard_of_id(bigint)
+    to pepsi_runner, pepsi_worker, pepsi_ingress, pepsi_operator;
 
 create function pepsi_router.ping_on(p_shard int)
 returns setof int

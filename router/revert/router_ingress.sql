@@ -22,6 +22,9 @@ drop function pepsi.schema_api();
 drop function pepsi_router.schema_api_all();
 drop function pepsi_router.unreachable_which(text);
 drop function pepsi_router.ping_on(int);
+revoke execute on function pepsi_router.shard_of_tube(text), pepsi_router.shard_of_id(bigint)
+    from pepsi_runner, pepsi_worker, pepsi_ingress, pepsi_operator;
+alter function pepsi_router.routable() security invoker;
 revoke execute on function pepsi_router.routable() from pepsi_runner, pepsi_worker, pepsi_ingress, pepsi_reader, pepsi_operator;
 
 commit;
