@@ -32,11 +32,8 @@ $q$) as t(name text, args text, result text, full_args text);
 
 create temp table excluded (name text primary key, why text not null);
 insert into excluded values
-    -- The ingress process (pepsi-runner ingress) connects to a shard: it
-    -- reads that shard's providers and secrets and flushes its statistics
-    -- there. (Its ingest upsert is routed: webhook_events_ingest.)
-    ('webhook_provider_list',    'ingress: reads its shard''s providers (secrets) at start'),
-    ('ingress_stats_flush',      'ingress: its statistics go to the shard it serves'),
+    -- (The ingress's own calls are routed too: webhook_provider_list and
+    -- ingress_stats_flush, router_ingress.sql, router/pgtap/03-ingress.sql.)
     -- What the router itself asks a shard to route events.
     ('webhook_provider_tubes',   'router: asked by the router''s webhook ingest, not by producers'),
     -- Keyed by (provider, external id), not by tube or id: an operator
