@@ -40,10 +40,10 @@
 --            of each event's provider; a burst split by shard with each
 --            event's payload bytes, all or nothing per shard only.
 -- Not routed (router/pgtap/02-routes.sql lists them and why): the
--- ingress process's own calls (provider list, statistics: the ingress
--- connects to a shard), the tombstone and back-fill requests, the
--- runner's and workers' functions (they connect to their own shard), and
--- read-only look-ups.
+-- tombstone and back-fill requests, the runner's and workers' functions
+-- (they connect to their own shard), and read-only look-ups. The ingress
+-- process's own calls (provider list, statistics, schema_api) are routed
+-- by the change router_ingress.
 
 begin;
 
@@ -229,9 +229,9 @@ $$;
 -- An event goes to the shard of its provider's tube (a pulled provider's
 -- tube column all the same, default 'default'), which the shards know
 -- (pepsi.webhook_provider_tubes, asked of the first shard that answers:
--- every shard holds the same providers). The ingress itself
--- (pepsi-runner ingress) still connects to a shard; these routes are for
--- applications and tools that store events through the router.
+-- every shard holds the same providers). pepsi-runner ingress with the
+-- router as its CONNINFO calls these (router_ingress adds the rest of
+-- what it calls), as may applications that store events themselves.
 
 create function pepsi_router.webhook_provider_tubes_on(p_shard int, p_providers text[])
 returns table (provider text, tube text)

@@ -4,8 +4,10 @@
  *   - the writers (writer.c) store bursts of events, one commit each;
  *   - this thread: signals, and a listening connection that reloads the
  *     providers on NOTIFY webhook_provider_changed (and every
- *     RELOAD_INTERVAL, and after reconnecting, since notifications sent
- *     while it was away are lost).
+ *     RELOAD_INTERVAL, on SIGHUP, and after reconnecting, since
+ *     notifications sent while it was away are lost). Through the
+ *     router of a sharded topology (issue 18) no NOTIFY arrives: there
+ *     SIGHUP or RELOAD_INTERVAL reloads.
  * Start-up connects first and refuses to run without the database (exit
  * 1) or with another schema than this build's (exit 78, D-12); then it
  * loads the providers, connects the writers, binds, and tells systemd
