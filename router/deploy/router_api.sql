@@ -196,8 +196,13 @@ begin
     v_ids := array_fill(null::bigint, array[jsonb_array_length(p_messages)]);
     for v_part in
         select s.shard, array_agg(s.ord order by s.ord) as ords, jsonb_agg(s.m order by s.ord) as messages
-          from (select e.ord::int as ord, e.m, pepsi_router.shard_of_tube(coalesce(e.m->>'tube', 'default')) as shard
-                  from jsonb_array_elements(p_messages) with ordinality as e(m, ord)) s
+          from (select e.ord::int as ord, e.m, t.shard
+                  from jsonb_array_elements(p_messages) with ordinality as e(m, ord)
+                       -- the shard of each distinct tube, once: a batch names few tubes
+                       join (select d.tube, pepsi_router.shard_of_tube(d.tube) as shard
+                               from (select distinct coalesce(x.m->>'tube', 'default') as tube
+                                       from jsonb_array_elements(p_messages) as x(m)) d) t
+                         on t.tube = coalesce(e.m->>'tube', 'default')) s
          group by s.shard order by s.shard
     loop
         begin
