@@ -36,7 +36,6 @@ struct bs_session {
     struct bs_cmd cmd;             /* the command being run */
     char *body;                    /* its body (put) */
     uint64_t deadline_ms;          /* reserve-with-timeout: when to answer TIMED_OUT (now_ms), UINT64_MAX: never */
-    int64_t early_for;             /* the next_at (database ms) already tried a second early, 0: none */
     char use[TUBE_NAME_MAX + 1];
     char **watch;                  /* the watch list, in the order watched */
     struct bs_wlink **wlink;       /* watch[i]'s link in the frontend's waiter index */
@@ -78,9 +77,10 @@ void bs_session_reply(struct bs_session *s, const char *reply, size_t len);
 
 /* The reserve in flight found nothing: wait up to wait_ms (< 0: only for
  * a NOTIFY or the timeout), or answer TIMED_OUT when its time is up.
- * next_at_ms names that moment (the database's clock): a reserve first
- * wakes a second before it, once, so that a job of its own reaching the
- * last second of its TTR is answered DEADLINE_SOON as beanstalkd does. */
+ * next_at_ms names that moment (the database's clock; not needed here):
+ * a reserve first wakes a second before it, so that a job of its own
+ * reaching the last second of its TTR is answered DEADLINE_SOON as
+ * beanstalkd does. */
 void bs_session_wait(struct bs_session *s, int64_t wait_ms, int64_t next_at_ms);
 
 /* Starts reading the client's input (again). */
