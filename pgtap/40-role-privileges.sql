@@ -167,7 +167,11 @@ insert into fn_doc values
     ('beanstalk_list_tubes', '{pepsi_runner}'),
     -- issue 17: the beanstalk functions' helpers (owner only)
     ('beanstalk_lock_class', '{}'), ('beanstalk_frontend_alive', '{}'), ('beanstalk_count', '{}'),
-    ('beanstalk_session_lock', '{}'), ('beanstalk_requeue', '{}'), ('beanstalk_take', '{}');
+    ('beanstalk_session_lock', '{}'), ('beanstalk_requeue', '{}'), ('beanstalk_take', '{}'),
+    -- issue 19: the claims' marks (owner only)
+    ('claim_mark_dead_bound', '{}'), ('claim_mark_slack', '{}'), ('claim_mark_refresh', '{}'),
+    ('claim_mark_get', '{}'), ('claim_mark_advance', '{}'), ('claim_mark_sender_bound', '{}'),
+    ('workqueue_sender_listed', '{}');
 
 -- Functions known to lack their revoke, left out of the per-role
 -- comparisons while a fix is under way: none today.
@@ -188,6 +192,8 @@ insert into rel_doc values
     ('anomaly_dashboard',      '{pepsi_reader,pepsi_runner}'),
     ('stage_stats',            '{pepsi_reader}'),
     ('dispatch_stats',         '{pepsi_reader}'),
+    -- issue 19: where the claims start while a stage's head is dead
+    ('claim_mark',             '{pepsi_reader}'),
     ('stage_served',           '{pepsi_reader}'),
     ('config_override',        '{pepsi_reader}'),
     ('config_key',             '{pepsi_reader}'),

@@ -167,7 +167,10 @@ insert into time_internal values
     -- infinite or too distant one (PX053, pgtap/62)
     ('enqueue_options_check'),
     -- issue 17: the beanstalk functions' steps, called with a checked p_now
-    ('beanstalk_requeue'), ('beanstalk_take');
+    ('beanstalk_requeue'), ('beanstalk_take'),
+    -- issue 19: the claims' mark refresh, called by claim_mark_get with
+    -- its own clock_timestamp()
+    ('claim_mark_refresh');
 
 select is((select array_agg(distinct p.proname::text order by p.proname::text) from pg_proc p
             where p.pronamespace = 'pepsi'::regnamespace
