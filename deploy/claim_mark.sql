@@ -39,9 +39,12 @@
 -- is not a start key but a condition the btree checks on each entry
 -- before any heap visit: the dead entries below it are stepped over
 -- within the index pages.
--- The marks live in an UNLOGGED table: a crash empties it, which is the
--- state without marks. One dispatcher claims for an owner slot (D-39,
--- D-40), so the marks of a (stage, owner slot) have one writer.
+-- A mark lives in the claiming session (a setting, claim_mark_key): one
+-- dispatcher claims for an owner slot, serially, on one connection (D-39,
+-- D-40), and a table row written at every claim would pile up a version
+-- per claim while the snapshot is held, the very thing marks work around.
+-- Each refresh also writes pepsi.claim_mark (UNLOGGED: a crash empties
+-- it), where DBAs see it and the fair claim reads its list of senders.
 
 begin;
 
@@ -62,13 +65,13 @@ create unlogged table pepsi.claim_mark (
 );
 
 comment on table pepsi.claim_mark is
-    'Where the claims of a stage and owner slot start their scan while the head of the stage is dead (issue 19): refreshed once a second by a walk from the head; a mark delays a row below it by a second at most and never loses it. Empty after a crash (UNLOGGED): no marks.';
+    'The last refresh of each stage''s claim mark (issue 19), once a second, by a walk from the head: whether the head is dead, the mark it set and the fair claim''s list of senders. The claiming session moves its own copy of the mark at every claim (pepsi.claim_mark_key); a mark delays a row below it by a second at most and never loses it. Empty after a crash (UNLOGGED): no marks.';
 comment on column pepsi.claim_mark.stage is
     'The stage whose claims the mark is for.';
 comment on column pepsi.claim_mark.owner_slot is
     'The owner slot (issue 14) whose dispatcher claims with the mark.';
 comment on column pepsi.claim_mark.mark_priority is
-    'With mark_id, the (priority, workqueue_id) key where the claims start; NULL: no mark, the claims start at the head.';
+    'With mark_id, the (priority, workqueue_id) key where the claims start, as the last refresh set it; NULL: no mark, the claims start at the head.';
 comment on column pepsi.claim_mark.mark_id is
     'With mark_priority, the key where the claims start; NULL: no mark.';
 comment on column pepsi.claim_mark.refreshed_at is
@@ -117,7 +120,44 @@ as $$
     select 256
 $$;
 
-create function pepsi.claim_mark_refresh(p_stage text, p_owner_slot int, p_now timestamptz)
+create function pepsi.claim_mark_key(p_stage text, p_owner_slot int)
+returns text
+language sql immutable parallel safe
+as $$
+-- The name of the session setting that holds a stage's mark. The marks a
+-- claim moves live in the claiming session, not in a table: one
+-- dispatcher claims for an owner slot, serially, on one connection (D-39,
+-- D-40), and a table row written at every claim would itself pile up a
+-- version per claim while a snapshot is held (the thing marks work
+-- around). A new session starts without marks and refreshes them.
+    select 'pepsi_claim_mark.m' || md5(p_stage || '/' || p_owner_slot)
+$$;
+
+create function pepsi.claim_mark_set(p_stage text, p_owner_slot int, p_refreshed_at timestamptz,
+                                     p_mark_priority smallint, p_mark_id bigint)
+returns void
+language sql
+as $$
+-- This session's mark of a stage: 'refreshed (epoch ms)|priority|id', the
+-- last two empty for none. A rolled-back transaction puts back the one
+-- before (settings are transactional).
+    select set_config(pepsi.claim_mark_key(p_stage, p_owner_slot),
+                      concat_ws('|', floor(extract(epoch from p_refreshed_at) * 1000)::bigint,
+                                coalesce(p_mark_priority::text, ''), coalesce(p_mark_id::text, '')),
+                      false)
+$$;
+
+create function pepsi.claim_mark_interval_ms()
+returns int
+language sql stable parallel safe
+as $$
+-- How often a stage's mark is refreshed by a walk from its head: once a
+-- second; the setting pepsi.claim_mark_interval_ms (tests) overrides it.
+    select coalesce(nullif(current_setting('pepsi.claim_mark_interval_ms', true), '')::int, 1000)
+$$;
+
+create function pepsi.claim_mark_refresh(p_stage text, p_owner_slot int, p_now timestamptz,
+                                         p_mark_priority smallint, p_mark_id bigint)
 returns void
 language plpgsql
 security definer
@@ -130,6 +170,9 @@ as $$
 -- after). Many dead entries: the mark is that row's key less the slack;
 -- none pending: the mark stays where the claims moved it. Few: no mark.
 -- With track_counts off the counter stays still and no mark is ever used.
+-- p_mark_priority, p_mark_id: the session's mark now (NULL: none), kept
+-- when the stage has no pending row. The result goes to this session's
+-- mark (claim_mark_key) and to the table, where DBAs read it.
 declare
     v_before bigint;
     v_walked bigint;
@@ -181,15 +224,21 @@ begin
             v_sender_id := null;
         end if;
     end if;
+    if not v_on then
+        v_p := null;
+        v_id := null;
+    elsif v_id is null then
+        v_p := p_mark_priority;
+        v_id := p_mark_id;
+    else
+        v_id := v_id - pepsi.claim_mark_slack();
+    end if;
+    perform pepsi.claim_mark_set(p_stage, p_owner_slot, p_now, v_p, v_id);
     insert into pepsi.claim_mark as m (stage, owner_slot, mark_priority, mark_id, refreshed_at, dead_at_head,
                                        senders, sender_priority, sender_id)
-    values (p_stage, p_owner_slot, case when v_on then v_p end,
-            case when v_on then v_id - pepsi.claim_mark_slack() end, p_now, v_walked,
-            v_senders, v_sender_p, v_sender_id)
+    values (p_stage, p_owner_slot, v_p, v_id, p_now, v_walked, v_senders, v_sender_p, v_sender_id)
         on conflict (stage, owner_slot) do update
-       set mark_priority = case when not v_on then null when v_id is null then m.mark_priority else v_p end,
-           mark_id = case when not v_on then null when v_id is null then m.mark_id
-                          else v_id - pepsi.claim_mark_slack() end,
+       set mark_priority = excluded.mark_priority, mark_id = excluded.mark_id,
            refreshed_at = excluded.refreshed_at, dead_at_head = excluded.dead_at_head,
            senders = excluded.senders, sender_priority = excluded.sender_priority,
            sender_id = excluded.sender_id;
@@ -202,25 +251,31 @@ language plpgsql
 security definer
 set search_path = pg_catalog, pepsi, pg_temp
 as $$
--- The marks of p_stages (NULL entries: none), in p_stages' order, after
--- refreshing those last refreshed a second ago or more (or "in the
--- future": a clock set back does not stop the refreshes).
+-- This session's marks of p_stages (NULL entries: none), in p_stages'
+-- order, after refreshing those refreshed claim_mark_interval_ms() ago or
+-- more (or "in the future": a clock set back does not stop the refreshes).
 declare
     v_now timestamptz := clock_timestamp();
-    v_stage text;
+    v_now_ms bigint := floor(extract(epoch from v_now) * 1000)::bigint;
+    v_i int;
+    v_parts text[];
+    v_p smallint;
+    v_id bigint;
 begin
-    for v_stage in
-        select s.stage from unnest(p_stages) as s(stage)
-         where not exists (select 1 from pepsi.claim_mark m
-                            where m.stage = s.stage and m.owner_slot = p_owner_slot
-                              and m.refreshed_at > v_now - interval '1 second' and m.refreshed_at <= v_now)
-    loop
-        perform pepsi.claim_mark_refresh(v_stage, p_owner_slot, v_now);
+    for v_i in 1 .. coalesce(cardinality(p_stages), 0) loop
+        v_parts := string_to_array(current_setting(pepsi.claim_mark_key(p_stages[v_i], p_owner_slot), true), '|');
+        v_p := nullif(v_parts[2], '')::smallint;
+        v_id := nullif(v_parts[3], '')::bigint;
+        if cardinality(v_parts) is distinct from 3
+           or v_parts[1]::bigint not between v_now_ms - pepsi.claim_mark_interval_ms() + 1 and v_now_ms then
+            perform pepsi.claim_mark_refresh(p_stages[v_i], p_owner_slot, v_now, v_p, v_id);
+            v_parts := string_to_array(current_setting(pepsi.claim_mark_key(p_stages[v_i], p_owner_slot), true), '|');
+            v_p := nullif(v_parts[2], '')::smallint;
+            v_id := nullif(v_parts[3], '')::bigint;
+        end if;
+        mark_priority[v_i] := v_p;
+        mark_id[v_i] := v_id;
     end loop;
-    select array_agg(m.mark_priority order by s.ord), array_agg(m.mark_id order by s.ord)
-      into mark_priority, mark_id
-      from unnest(p_stages) with ordinality as s(stage, ord)
-           left join pepsi.claim_mark m on m.stage = s.stage and m.owner_slot = p_owner_slot;
 end
 $$;
 
@@ -236,9 +291,8 @@ as $$
 -- After a claim, for each stage with a mark: the mark moves up to the
 -- stage's next pending row at or past it (this claim's rows are no longer
 -- pending), or, with none left, past the last row the claim took there;
--- less the slack. Written only when it moves by 256 ids or more (or to
--- another priority), so that a held snapshot does not pile up a version
--- of the mark's row per claim.
+-- less the slack. The mark is this session's (claim_mark_set): it moves
+-- at every claim without writing a row version.
 declare
     v_i int;
     v_p smallint;
@@ -260,10 +314,11 @@ begin
              limit 1;
             continue when not found;
         end if;
-        if (v_p, v_id) > (p_mark_priority[v_i], p_mark_id[v_i])
-           and (v_p <> p_mark_priority[v_i] or v_id - p_mark_id[v_i] >= 256) then
-            update pepsi.claim_mark m set mark_priority = v_p, mark_id = v_id
-             where m.stage = p_stages[v_i] and m.owner_slot = p_owner_slot and m.mark_id is not null;
+        if (v_p, v_id) > (p_mark_priority[v_i], p_mark_id[v_i]) then
+            perform pepsi.claim_mark_set(p_stages[v_i], p_owner_slot,
+                                         to_timestamp(split_part(current_setting(
+                                             pepsi.claim_mark_key(p_stages[v_i], p_owner_slot)), '|', 1)::bigint / 1000.0),
+                                         v_p, v_id);
         end if;
     end loop;
 end
@@ -1051,10 +1106,16 @@ comment on function pepsi.claim_mark_dead_bound() is
     'How many dead index entries at the head of a stage make the claims use a mark (issue 19): 1,000.';
 comment on function pepsi.claim_mark_slack() is
     'How many ids below the next pending row a mark is set (issue 19): 256; hops that much out of order are not delayed.';
-comment on function pepsi.claim_mark_refresh(text, int, timestamptz) is
-    'Once a second per stage: the walk from the head of the stage that finds its lowest pending row and counts the dead entries before it; sets or clears the mark (issue 19).';
+comment on function pepsi.claim_mark_key(text, int) is
+    'The name of the session setting that holds this session''s mark of a stage and owner slot (issue 19).';
+comment on function pepsi.claim_mark_set(text, int, timestamptz, smallint, bigint) is
+    'Sets this session''s mark of a stage: when it was refreshed and its key (NULL: none) (issue 19).';
+comment on function pepsi.claim_mark_interval_ms() is
+    'How often a stage''s mark is refreshed, in ms (issue 19): 1,000, or the setting pepsi.claim_mark_interval_ms.';
+comment on function pepsi.claim_mark_refresh(text, int, timestamptz, smallint, bigint) is
+    'Once a second per stage: the walk from the head of the stage that finds its lowest pending row and counts the dead entries before it; sets or clears the session''s mark and writes it to claim_mark (issue 19).';
 comment on function pepsi.claim_mark_get(text[], int) is
-    'The claims'' marks of the stages (NULL: none), refreshing those a second old (issue 19).';
+    'This session''s marks of the stages (NULL: none), refreshing those a second old (issue 19).';
 comment on function pepsi.claim_mark_advance(text[], int, smallint[], bigint[], text[], smallint[], bigint[]) is
     'After a claim: each marked stage''s mark moves up to its next pending row, or past the rows the claim took, less the slack (issue 19).';
 
@@ -1063,7 +1124,10 @@ revoke all on function pepsi.claim_mark_dead_bound() from public;
 revoke all on function pepsi.claim_mark_sender_bound() from public;
 revoke all on function pepsi.workqueue_sender_listed(text, text, text, int, int, text[], text[], smallint[], bigint[], smallint, bigint) from public;
 revoke all on function pepsi.claim_mark_slack() from public;
-revoke all on function pepsi.claim_mark_refresh(text, int, timestamptz) from public;
+revoke all on function pepsi.claim_mark_refresh(text, int, timestamptz, smallint, bigint) from public;
+revoke all on function pepsi.claim_mark_key(text, int) from public;
+revoke all on function pepsi.claim_mark_set(text, int, timestamptz, smallint, bigint) from public;
+revoke all on function pepsi.claim_mark_interval_ms() from public;
 revoke all on function pepsi.claim_mark_get(text[], int) from public;
 revoke all on function pepsi.claim_mark_advance(text[], int, smallint[], bigint[], text[], smallint[], bigint[]) from public;
 

@@ -170,7 +170,7 @@ insert into time_internal values
     ('beanstalk_requeue'), ('beanstalk_take'),
     -- issue 19: the claims' mark refresh, called by claim_mark_get with
     -- its own clock_timestamp()
-    ('claim_mark_refresh');
+    ('claim_mark_refresh'), ('claim_mark_set');
 
 select is((select array_agg(distinct p.proname::text order by p.proname::text) from pg_proc p
             where p.pronamespace = 'pepsi'::regnamespace

@@ -3,10 +3,11 @@
 -- head of the claim indexes; this test makes such entries the cheap way:
 -- rows claimed earlier in this same transaction (it could still roll
 -- back, as a held snapshot could still see their old versions, so
--- nothing removes their entries). The claims' marks (pepsi.claim_mark)
--- are refreshed once a second; pg_temp.due() backdates the refresh so
--- that the next claim runs it, pg_temp.hold() makes the marks fresh so
--- that it does not. The pipeline under a real held snapshot, end to end:
+-- nothing removes their entries). The claims' marks are this session's
+-- settings (pepsi.claim_mark_key), refreshed once a second, here once an
+-- hour (pepsi.claim_mark_interval_ms): pg_temp.due() forgets them so
+-- that the next claim refreshes them; pg_temp.hold() does nothing (the
+-- marks stay until due). The pipeline under a real held snapshot, end to end:
 -- runner/tests/e2e/94-claim-mark.t; its cost: bench/held-snapshot.
 
 begin;
@@ -24,10 +25,13 @@ begin
     execute p_sql;
     return pg_temp.returned(p_index) - v;
 end $$;
+set local pepsi.claim_mark_interval_ms = 3600000;
 create function pg_temp.due() returns void language sql as $$
-    update pepsi.claim_mark set refreshed_at = clock_timestamp() - interval '2 s' $$;
-create function pg_temp.hold() returns void language sql as $$
-    update pepsi.claim_mark set refreshed_at = clock_timestamp() $$;
+    select set_config(pepsi.claim_mark_key(s, 0), '', false) from unnest(array['mark_a', 'mark_f']) s $$;
+create function pg_temp.hold() returns void language sql as $$ select $$;
+-- No mark for the stages, as if the refresh had found a live head.
+create function pg_temp.unmark() returns void language sql as $$
+    select pepsi.claim_mark_set(s, 0, clock_timestamp(), null, null) from unnest(array['mark_a', 'mark_f']) s $$;
 create function pg_temp.ids(p_sql text) returns bigint[] language plpgsql as $$
 declare
     r bigint[];
@@ -43,7 +47,7 @@ declare
 begin
     begin
         if not p_mark then
-            update pepsi.claim_mark set mark_priority = null, mark_id = null;
+            perform pg_temp.unmark();
         end if;
         perform pg_temp.hold();
         r := pg_temp.ids(p_sql);
@@ -58,8 +62,7 @@ declare
     r bigint;
 begin
     begin
-        update pepsi.claim_mark set mark_priority = null, mark_id = null;
-        perform pg_temp.hold();
+        perform pg_temp.unmark();
         r := pg_temp.walk(p_sql, p_index);
         raise exception 'roll back the claim' using errcode = 'PXZZZ';
     exception when sqlstate 'PXZZZ' then
@@ -68,8 +71,7 @@ begin
     return r;
 end $$;
 create function pg_temp.mark(p_stage text) returns bigint[] language sql as $$
-    select array[m.mark_priority::bigint, m.mark_id] from pepsi.claim_mark m
-     where m.stage = p_stage and m.owner_slot = 0 $$;
+    select array[m.mark_priority[1]::bigint, m.mark_id[1]] from pepsi.claim_mark_get(array[p_stage], 0) m $$;
 
 select is((select relpersistence::text from pg_class where oid = 'pepsi.claim_mark'::regclass), 'u',
           'issue 19: the marks are UNLOGGED: a crash empties them, which is the state without marks');
@@ -87,15 +89,16 @@ select is((select array[mark_id is null, dead_at_head <= pepsi.claim_mark_dead_b
 select is((select count(*)::int from pepsi.workqueue_claim('{mark_a}', '{2990}')), 2990, 'setup: 3,000 rows claimed');
 select pg_temp.due();
 select is((select count(*)::int from pepsi.workqueue_claim('{mark_a}', '{1}')), 1, 'setup: a claim that refreshes');
-select is(pg_temp.mark('mark_a'), array[0, (select first_id + 3000 - pepsi.claim_mark_slack() from t)],
-          'issue 19: 3,000 dead entries at the head: the mark is the lowest pending row''s key less the slack');
+select is((select array[mark_priority::bigint, mark_id] from pepsi.claim_mark where stage = 'mark_a'),
+          array[0, (select first_id + 3000 - pepsi.claim_mark_slack() from t)],
+          'issue 19: 3,000 dead entries at the head: the refresh sets the mark at the lowest pending row''s key less the slack');
 select is((select dead_at_head from pepsi.claim_mark where stage = 'mark_a'), 3000::bigint,
           'issue 19: ... and the refresh counted the 3,000 entries it walked');
 
 select pg_temp.hold();
 select cmp_ok(pg_temp.walk($$select pepsi.workqueue_claim('{mark_a}', '{16}')$$), '<', 700::bigint,
               'issue 19: with the mark, a claim walks the slack and its cap (twice: the claim and the mark''s move), not the dead head');
-select cmp_ok(pg_temp.walk($$select pepsi.claim_mark_refresh('mark_a', 0, clock_timestamp())$$), '>', 3000::bigint,
+select cmp_ok(pg_temp.walk($$select pepsi.claim_mark_refresh('mark_a', 0, clock_timestamp(), null, null)$$), '>', 3000::bigint,
               'issue 19: ... where a walk from the head steps over 3,000 entries');
 
 select is(pg_temp.would_claim($$pepsi.workqueue_claim('{mark_a}', '{40}')$$, true),

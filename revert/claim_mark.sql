@@ -635,7 +635,10 @@ revoke all on function pepsi.workqueue_sender_probe(text, text, text, int, int, 
 
 drop function pepsi.claim_mark_advance(text[], int, smallint[], bigint[], text[], smallint[], bigint[]);
 drop function pepsi.claim_mark_get(text[], int);
-drop function pepsi.claim_mark_refresh(text, int, timestamptz);
+drop function pepsi.claim_mark_refresh(text, int, timestamptz, smallint, bigint);
+drop function pepsi.claim_mark_set(text, int, timestamptz, smallint, bigint);
+drop function pepsi.claim_mark_key(text, int);
+drop function pepsi.claim_mark_interval_ms();
 drop function pepsi.claim_mark_slack();
 drop function pepsi.claim_mark_dead_bound();
 drop function pepsi.claim_mark_sender_bound();
