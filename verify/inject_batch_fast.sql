@@ -11,9 +11,10 @@ select 1 / count(*) from pg_catalog.pg_proc
  where oid = 'pepsi.workqueue_insert(pepsi.workqueue_item[], bigint[], integer[], timestamptz[], text[])'::regprocedure
    and prosrc like '%nextval(v_id_seq)%';
 -- the sender key's functions are inlinable: SQL, no SET options
+-- (by name: their verify lines are verify/workqueue.sql's, pgtap/46)
 select 1 / (count(*) = 3)::int from pg_catalog.pg_proc
- where oid in ('pepsi.sender_key_of(text, inet, text, text[])'::regprocedure,
-               'pepsi.domain_of(text)'::regprocedure, 'pepsi.peer_key_of(inet)'::regprocedure)
+ where pronamespace = 'pepsi'::regnamespace and proname in ('sender_key_of', 'domain_of', 'peer_key_of')
+   and prolang = (select oid from pg_catalog.pg_language where lanname = 'sql')
    and proconfig is null and not prosecdef;
 select 1 / (pepsi.workqueue_batch_valid(array[row('verify', 'default', null, null, null, '{}', null, null, '{}',
                                                   null, null, now(), null)::pepsi.workqueue_item],
