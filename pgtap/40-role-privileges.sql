@@ -135,6 +135,8 @@ insert into fn_doc values
     ('webhook_event_item', '{}'),
     -- issue 16: the enqueue options' helpers (owner only)
     ('workqueue_insert', '{}'), ('workqueue_enqueue', '{}'), ('enqueue_options_check', '{}'),
+    -- issue 19: the batch inject's one-statement check (owner only)
+    ('workqueue_batch_valid', '{}'),
     -- the one state machine (issue 13): called only by the wrappers above
     ('workqueue_transition', '{}'), ('transition_of', '{}'), ('transition_paused_state', '{}'),
     ('transition_failed_state', '{}'),

@@ -140,12 +140,12 @@ select m from pg_temp.verify_missing('function') m
 union all
 select m from pg_temp.verify_missing('index') m;
 update src set body = replace(replace(body,
-           $$select 'pepsi.sender_key_of(text, inet, text, text[])'::regprocedure;$$, ''),
+           $$select 'pepsi.state_count(jsonb)'::regprocedure;$$, ''),
            $$select 'pepsi.workqueue_body_id_idx'::regclass;$$, '')
  where kind = 'verify' and file = 'workqueue.sql';
 select pg_temp.scan();
 select is(array(select m from pg_temp.verify_missing('function') m except select m from missing_before),
-          array[$$function pepsi.sender_key_of(text, inet, text, text[]) has no verify line: add "select 'pepsi.sender_key_of(text, inet, text, text[])'::regprocedure;" to verify/workqueue.sql$$],
+          array[$$function pepsi.state_count(jsonb) has no verify line: add "select 'pepsi.state_count(jsonb)'::regprocedure;" to verify/workqueue.sql$$],
           'issue 13: a function whose verify line is deleted is named, with its verify script');
 select is(array(select m from pg_temp.verify_missing('index') m except select m from missing_before),
           array[$$index pepsi.workqueue_body_id_idx has no verify line: add "select 'pepsi.workqueue_body_id_idx'::regclass;" to verify/workqueue.sql$$],
