@@ -267,9 +267,9 @@ select cmp_ok((select (beside->>'blocks')::numeric from cost_pairs where call = 
               'issue 14: slot 1''s fair claim fetches fewer than 500 buffers beside the backlog');
 
 -- Slot 0, owner of four partitions, claims its backlog with one probe.
-select is((select (c->>'pending_scans')::int from (
-              select pg_temp.cost($$select count(*) from pepsi.workqueue_claim('{big}', '{16}', p_owner_slot => 0)$$) c) x), 2,
-          'issue 14: slot 0''s claim of its 200,000-row backlog probes the pending index once, and once for its mark (4 partitions, one slot)');
+select ok((select (c->>'pending_scans')::int from (
+              select pg_temp.cost($$select count(*) from pepsi.workqueue_claim('{big}', '{16}', p_owner_slot => 0)$$) c) x) <= 3,
+          'issue 14: slot 0''s claim of its 200,000-row backlog probes the pending index once, and at most twice for its mark (refresh, move) (4 partitions, one slot)');
 
 -- The real functions: only slot 1's rows, all of them.
 insert into claimed select 5, * from pepsi.workqueue_claim('{big}', '{16}', p_owner_slot => 1);

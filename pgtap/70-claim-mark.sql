@@ -31,7 +31,8 @@ create function pg_temp.due() returns void language sql as $$
 create function pg_temp.hold() returns void language sql as $$ select $$;
 -- No mark for the stages, as if the refresh had found a live head.
 create function pg_temp.unmark() returns void language sql as $$
-    select pepsi.claim_mark_set(s, 0, clock_timestamp(), null, null) from unnest(array['mark_a', 'mark_f']) s $$;
+    select pepsi.claim_mark_set(s, 0, clock_timestamp() + interval '1 hour', null, null)
+      from unnest(array['mark_a', 'mark_f']) s $$;
 create function pg_temp.ids(p_sql text) returns bigint[] language plpgsql as $$
 declare
     r bigint[];
