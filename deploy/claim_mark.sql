@@ -162,6 +162,13 @@ returns void
 language plpgsql
 security definer
 set search_path = pg_catalog, pepsi, pg_temp
+-- The walk must be a scan of workqueue_pending_idx in its order (what the
+-- claims do, and what the counter counts): with some statistics the
+-- planner took the sender index and a sort instead, and the counter,
+-- still, said the head was live.
+set enable_sort = off
+set enable_seqscan = off
+set enable_bitmapscan = off
 as $$
 -- Once a second per stage and owner slot (called by claim_mark_get): finds
 -- the lowest pending row from the head of workqueue_pending_idx, as the
