@@ -75,7 +75,7 @@ comment on column pepsi.claim_mark.mark_priority is
 comment on column pepsi.claim_mark.mark_id is
     'With mark_priority, the key where the claims start; NULL: no mark.';
 comment on column pepsi.claim_mark.refreshed_at is
-    'When the last walk from the head ran (clock_timestamp()); the next runs a second later, in a claim.';
+    'When a walk from the head last found something new (clock_timestamp()): a walk that finds what the last one found writes nothing, so that an idle queue writes no row (D-139). Walks run about once a second, in a claim.';
 comment on column pepsi.claim_mark.senders is
     'With a mark, the senders with pending rows at the last refresh, in key order (at most claim_mark_sender_bound(); NULL: more, or no mark): the fair claim''s window reads each from its own start key instead of walking the dead entries of the sender index to find it.';
 comment on column pepsi.claim_mark.sender_priority is
@@ -83,7 +83,7 @@ comment on column pepsi.claim_mark.sender_priority is
 comment on column pepsi.claim_mark.sender_id is
     'With sender_priority, each sender''s start key.';
 comment on column pepsi.claim_mark.dead_at_head is
-    'How many index entries of rows no longer pending that walk stepped over before the lowest pending row; above claim_mark_dead_bound() the mark is used.';
+    'How many index entries of rows no longer pending the walk that wrote the row stepped over before the lowest pending row; above claim_mark_dead_bound() the mark is used. Without a mark, a new count alone is not written.';
 
 revoke all on pepsi.claim_mark from public;
 grant select on pepsi.claim_mark to pepsi_reader;
@@ -257,7 +257,14 @@ begin
        set mark_priority = excluded.mark_priority, mark_id = excluded.mark_id,
            refreshed_at = excluded.refreshed_at, dead_at_head = excluded.dead_at_head,
            senders = excluded.senders, sender_priority = excluded.sender_priority,
-           sender_id = excluded.sender_id;
+           sender_id = excluded.sender_id
+     -- An idle queue writes no row (D-139): a refresh that finds what the
+     -- last one found leaves the row as it is; without a mark, a new count
+     -- of dead entries alone (a vacuum, a scan's LP_DEAD hints) is not news.
+     where (m.mark_priority, m.mark_id, m.senders, m.sender_priority, m.sender_id)
+           is distinct from (excluded.mark_priority, excluded.mark_id, excluded.senders,
+                             excluded.sender_priority, excluded.sender_id)
+        or (excluded.mark_id is not null and m.dead_at_head is distinct from excluded.dead_at_head);
 end
 $$;
 

@@ -11,7 +11,7 @@
 -- runner/tests/e2e/94-claim-mark.t; its cost: bench/held-snapshot.
 
 begin;
-select plan(25);
+select plan(27);
 
 create function pg_temp.returned(p_index text) returns bigint language sql as $$
     select pg_stat_get_xact_tuples_returned(p_index::regclass) $$;
@@ -85,6 +85,12 @@ insert into t select 'mark_a', min(workqueue_id) from pepsi.workqueue where stag
 select is((select count(*)::int from pepsi.workqueue_claim('{mark_a}', '{10}')), 10, 'setup: 10 rows claimed');
 select is((select array[mark_id is null, dead_at_head <= pepsi.claim_mark_dead_bound()] from pepsi.claim_mark where stage = 'mark_a'), '{t,t}',
           'issue 19: a stage whose head is live gets no mark');
+-- D-139: a refresh that finds what the last one found writes no row.
+create temp table row_before as select ctid::text as at from pepsi.claim_mark where stage = 'mark_a';
+select pg_temp.due();
+select is((select count(*)::int from pepsi.workqueue_claim('{mark_a}', '{0}')), 0, 'setup: a claim that refreshes');
+select is((select ctid::text from pepsi.claim_mark where stage = 'mark_a'), (select at from row_before),
+          'D-139, issue 19: a refresh that finds the head as the last one did writes no row (an idle queue stays unwritten)');
 
 -- 3,000 dead entries at the head.
 select is((select count(*)::int from pepsi.workqueue_claim('{mark_a}', '{2990}')), 2990, 'setup: 3,000 rows claimed');
