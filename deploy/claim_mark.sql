@@ -442,7 +442,7 @@ begin
     with claimed as (
     update pepsi.workqueue w
        set status = 'running'::pepsi.workqueue_status, claimed_at = p_now, claim_id = p_claim_id
-      from (select q.workqueue_id as id
+      from (select q.workqueue_id as id, 'pending'::pepsi.workqueue_status as seen
               from unnest(p_stages, p_caps, v_mark_p, v_mark_id) as s(stage, cap, mark_p, mark_id)
                    cross join lateral (
                        select q.workqueue_id from pepsi.workqueue q
@@ -452,8 +452,16 @@ begin
                              select 1 from pepsi.workqueue t
                               where t.workqueue_id = q.workqueue_id and t.tube = any (v_paused)))
                         order by q.priority, q.workqueue_id
-                        limit s.cap) q) picked
-     where w.workqueue_id = picked.id and w.status = 'pending'
+                        limit s.cap) q
+            offset 0) picked
+     -- Each picked row by its primary key, still pending (a row cancelled
+     -- since the read is skipped). The status is compared with the one the
+     -- pick saw, a column (offset 0 keeps it one), not a constant: from
+     -- "status = 'pending'" the planner proves the predicate of the partial
+     -- claim indexes, and on a small or unanalyzed table its generic plan
+     -- scanned all of workqueue_pending_idx for each id, dead entries and
+     -- all (issue 19; pgTAP 70 saw 1,500 entries for a claim of 16).
+     where w.workqueue_id = picked.id and w.status = picked.seen
     returning w.workqueue_id, w.stage, w.sender_key, w.priority)
     select array_agg(c.workqueue_id), array_agg(c.stage), array_agg(c.sender_key), array_agg(c.priority)
       into v_ids, v_st, v_sk, v_pr
@@ -522,6 +530,58 @@ as $$
              group by b.sender_key) g
 $$;
 
+create function pepsi.workqueue_sender_gap(p_stage text, p_owner_slot int, p_after text, p_before text,
+                                           p_upto text, p_paused text[], p_mark_priority smallint, p_mark_id bigint)
+returns table (sender_key text)
+language sql stable parallel safe
+as $$
+-- The first sender after p_after (exclusive) with a pending row of p_stage
+-- at or past the mark (p_mark_priority, p_mark_id), before p_before
+-- (exclusive; NULL: up to p_upto inclusive, NULL: no bound); none when
+-- there is none. One branch runs (the others' conditions on the
+-- parameters alone are checked once), so that each bound is a key of the
+-- scan of workqueue_pending_sender_idx and the scan stops at it: an
+-- empty gap costs one descent. The entries below the mark are stepped
+-- over inside the index pages.
+    select g.sender_key
+      from ((select q.sender_key
+               from pepsi.workqueue q
+              where p_before is not null
+                and q.stage = p_stage and q.owner_slot = p_owner_slot and q.status = 'pending'
+                and q.sender_key > p_after and q.sender_key < p_before
+                and (q.priority, q.workqueue_id) >= (p_mark_priority, p_mark_id)
+                and (p_paused is null or not exists (
+                     select 1 from pepsi.workqueue t
+                      where t.workqueue_id = q.workqueue_id and t.tube = any (p_paused)))
+              order by q.sender_key, q.priority, q.workqueue_id
+              limit 1)
+            union all
+            (select q.sender_key
+               from pepsi.workqueue q
+              where p_before is null and p_upto is not null
+                and q.stage = p_stage and q.owner_slot = p_owner_slot and q.status = 'pending'
+                and q.sender_key > p_after and q.sender_key <= p_upto
+                and (q.priority, q.workqueue_id) >= (p_mark_priority, p_mark_id)
+                and (p_paused is null or not exists (
+                     select 1 from pepsi.workqueue t
+                      where t.workqueue_id = q.workqueue_id and t.tube = any (p_paused)))
+              order by q.sender_key, q.priority, q.workqueue_id
+              limit 1)
+            union all
+            (select q.sender_key
+               from pepsi.workqueue q
+              where p_before is null and p_upto is null
+                and q.stage = p_stage and q.owner_slot = p_owner_slot and q.status = 'pending'
+                and q.sender_key > p_after
+                and (q.priority, q.workqueue_id) >= (p_mark_priority, p_mark_id)
+                and (p_paused is null or not exists (
+                     select 1 from pepsi.workqueue t
+                      where t.workqueue_id = q.workqueue_id and t.tube = any (p_paused)))
+              order by q.sender_key, q.priority, q.workqueue_id
+              limit 1)) g
+     limit 1
+$$;
+
 create function pepsi.workqueue_sender_listed(p_stage text, p_after text, p_upto text, p_senders_max int,
                                               p_owner_slot int, p_paused text[], p_senders text[],
                                               p_start_priority smallint[], p_start_id bigint[],
@@ -531,49 +591,80 @@ language sql stable parallel safe
 as $$
 -- The fair claim's window from a stage's list of senders (claim_mark.
 -- senders, issue 19) instead of workqueue_sender_probe's skip-scan: the
--- listed senders after p_after (exclusive) and up to p_upto (inclusive;
--- NULL: no bound), in key order, each with its first rows (at most 4) read
--- from its own start key in workqueue_pending_sender_idx, so that the dead
--- entries at the head of each sender's range are not walked. A listed
--- sender without pending rows is left out; at most p_senders_max are
--- returned, numbered from 1 (i). more: it may have rows past these.
--- A sender's read starts at its start key or at the stage's mark
--- (p_mark_priority, p_mark_id), whichever is higher: the mark moves up
--- with every claim, the list only once a second, and every pending row
--- of the stage is at or past the mark (or waits for the next refresh).
--- A sender that is not listed (new since the last refresh) is not seen
--- until the next refresh, a second at most.
+-- senders after p_after (exclusive) and up to p_upto (inclusive; NULL: no
+-- bound), in key order, each with its first rows (at most 4), at most
+-- p_senders_max of them, numbered from 1 (i). more: it may have rows past
+-- these.
+-- A listed sender's rows are read from its own start key in
+-- workqueue_pending_sender_idx, or from the stage's mark (p_mark_priority,
+-- p_mark_id) when that is higher (the mark moves up with every claim, the
+-- list only at a refresh), so that the dead entries at the head of its
+-- range are not walked. A listed sender without pending rows is left out.
+-- The list is as old as its refresh: a sender that has sent since (a new
+-- sender, or one whose rows arrived from an earlier stage) is not in it
+-- and must rank all the same (D-53; CI of 300a8f1: e2e 51's a-fresh lost
+-- to a list made while the previous burst drained). So each step of the
+-- window also probes the gap between the previous sender and the next
+-- listed one, from the mark: a single descent when the gap is empty, and
+-- the dead entries below the mark in it are stepped over inside the index
+-- pages. A sender found there is read from the mark.
+    with recursive
+    -- The listed senders in range, in key order (at most the bound, 256),
+    -- each with its start key, raised to the mark.
+    l as (
+        select array_agg(l.sender order by l.sender) as s,
+               array_agg(case when (l.p, l.id) >= (p_mark_priority, p_mark_id) then l.p else p_mark_priority end
+                         order by l.sender) as p,
+               array_agg(case when (l.p, l.id) >= (p_mark_priority, p_mark_id) then l.id else p_mark_id end
+                         order by l.sender) as id
+          from unnest(p_senders, p_start_priority, p_start_id) as l(sender, p, id)
+         where l.sender > p_after and (p_upto is null or l.sender <= p_upto)
+    ),
+    -- The window's senders: at each step the first pending sender in the
+    -- gap before listed sender j (not listed: j stays), else sender j
+    -- itself (j moves on). Listed senders without rows are dropped below,
+    -- so a few more steps than p_senders_max are taken. k = 0: the start.
+    w(sender, j, listed, k) as (
+        select p_after, 1, false, 0
+        union all
+        select coalesce(g.sender_key, l.s[w.j]), case when g.sender_key is null then w.j + 1 else w.j end,
+               g.sender_key is null, w.k + 1
+          from w cross join l
+               left join lateral pepsi.workqueue_sender_gap(p_stage, p_owner_slot, w.sender, l.s[w.j], p_upto, p_paused,
+                                                            p_mark_priority, p_mark_id) g on true
+         where w.k < p_senders_max + 8 and coalesce(g.sender_key, l.s[w.j]) is not null
+    )
     select x.sender_key, x.ids, row_number() over (order by x.sender_key) as i, x.more, x.last_priority
-      from (select c.sender as sender_key, r.ids, cardinality(r.ids) = 4 as more,
+      from (select w.sender as sender_key, r.ids, cardinality(r.ids) = 4 as more,
                    r.prios[cardinality(r.prios)] as last_priority
-              from (select l.sender,
-                           case when (l.p, l.id) >= (p_mark_priority, p_mark_id) then l.p else p_mark_priority end as p,
-                           case when (l.p, l.id) >= (p_mark_priority, p_mark_id) then l.id else p_mark_id end as id
-                      from unnest(p_senders, p_start_priority, p_start_id) as l(sender, p, id)
-                     where l.sender > p_after and (p_upto is null or l.sender <= p_upto)
-                     order by l.sender
-                     limit p_senders_max + 8) c
+              from w cross join l
                    -- The row comparison alone is the scan's start key; with
-                   -- "sender_key = c.sender" beside it, btree started at the
+                   -- "sender_key = w.sender" beside it, btree started at the
                    -- head of the sender's range and checked the comparison
                    -- on every entry there (43 ms a read at 200,000 entries).
-                   -- A read that runs into the next sender stops after 4
-                   -- entries; those rows are dropped.
+                   -- "sender_key <= w.sender" is its end key: the read
+                   -- stops at the end of the sender's range, where it
+                   -- walked the next sender's dead head (a sender with
+                   -- fewer than 4 rows; pgTAP 70: 1,500 entries).
                    cross join lateral (
                        select array_agg(q.workqueue_id order by q.priority, q.workqueue_id) as ids,
                               array_agg(q.priority order by q.priority, q.workqueue_id) as prios
                          from (select q.workqueue_id, q.priority, q.sender_key
                                  from pepsi.workqueue q
                                 where q.stage = p_stage and q.owner_slot = p_owner_slot and q.status = 'pending'
-                                  and (q.sender_key, q.priority, q.workqueue_id) >= (c.sender, c.p, c.id)
+                                  and (q.sender_key, q.priority, q.workqueue_id)
+                                      >= (w.sender,
+                                          case when w.listed then l.p[w.j - 1] else p_mark_priority end,
+                                          case when w.listed then l.id[w.j - 1] else p_mark_id end)
+                                  and q.sender_key <= w.sender
                                   and (p_paused is null or not exists (
                                        select 1 from pepsi.workqueue t
                                         where t.workqueue_id = q.workqueue_id and t.tube = any (p_paused)))
                                 order by q.sender_key, q.priority, q.workqueue_id
                                 limit 4) q
-                        where q.sender_key = c.sender) r
-             where r.ids is not null
-             order by c.sender
+                        where q.sender_key = w.sender) r
+             where w.k > 0 and r.ids is not null
+             order by w.sender
              limit p_senders_max) x
 $$;
 
@@ -994,8 +1085,10 @@ begin
                                                 - ws.lead_usec) / st.avg_usec + 1e-9)::int + 1)) as depth
           from ws join sb on sb.ord = ws.ord join st on st.ord = ws.ord
     ),
-    -- Read each sender to its depth where the window has not (a read that
-    -- runs into the next sender stops there: those rows are dropped).
+    -- Read each sender to its depth where the window has not (the row
+    -- comparison is the start key and "sender_key <= sender" the end key:
+    -- a read stops at the end of its sender's range, not after walking the
+    -- next sender's dead head, issue 19).
     rd as (
         select r.*, sum(least(cardinality(r.ids), r.depth)) over (partition by r.ord) as stage_le_r
           from (select wd.*
@@ -1012,6 +1105,7 @@ begin
                                     where q.stage = wd.stage and q.owner_slot = p_owner_slot and q.status = 'pending'
                                       and (q.sender_key, q.priority, q.workqueue_id)
                                           > (wd.sender, wd.lastp, wd.ids[cardinality(wd.ids)])
+                                      and q.sender_key <= wd.sender
                                       and (v_paused is null or not exists (
                                            select 1 from pepsi.workqueue t
                                             where t.workqueue_id = q.workqueue_id and t.tube = any (v_paused)))
@@ -1038,6 +1132,7 @@ begin
                             where q.stage = rd.stage and q.owner_slot = p_owner_slot and q.status = 'pending'
                               and (q.sender_key, q.priority, q.workqueue_id)
                                   > (rd.sender, rd.lastp, rd.ids[cardinality(rd.ids)])
+                              and q.sender_key <= rd.sender
                               and (v_paused is null or not exists (
                                    select 1 from pepsi.workqueue t
                                     where t.workqueue_id = q.workqueue_id and t.tube = any (v_paused)))
@@ -1074,7 +1169,7 @@ begin
     ),
     -- 5. FIFO rows first, then the best ranks; each row once; cap per stage.
     pick as (
-        select x.ord, x.id, x.fifo, x.pos
+        select x.ord, x.id, x.fifo, x.pos, 'pending'::pepsi.workqueue_status as seen
           from (select u.ord, u.id, u.fifo,
                        row_number() over (partition by u.ord order by u.fifo desc, u.rank, u.id) as pos
                   from (select oldest.ord, oldest.id, true as fifo, 0::float8 as rank from oldest
@@ -1092,9 +1187,13 @@ begin
          -- does), not "= any (array)": with that, on a small or unanalyzed
          -- table, the generic plan ANDed a bitmap of the whole partial
          -- index workqueue_pending_sender_idx, dead entries and all
-         -- (issue 19).
+         -- (issue 19). The status is compared with the one the pick saw (a
+         -- column of the CTE), not the constant, for the same reason: from
+         -- "status = 'pending'" the planner proves the partial indexes'
+         -- predicate and scanned all of workqueue_pending_sender_idx for
+         -- each id (pgTAP 70: 1,500 entries for a claim of 16).
          where w.workqueue_id = pick.id
-           and w.status = 'pending'
+           and w.status = pick.seen
         returning w.workqueue_id, w.stage, w.sender_key, w.priority
     )
     select array_agg(c.workqueue_id order by pick.ord, pick.pos), array_agg(c.stage order by pick.ord, pick.pos),
@@ -1128,7 +1227,9 @@ comment on function pepsi.workqueue_claim_fair(text[], int[], float8[], text[], 
                                                boolean[], int) is
     'The fair claim (D-53, D-57..D-61): ranks each sender''s rows (in priority, then id order, issue 16) by lead, with a FIFO share taken lowest priority first; reads start at the stage''s mark while its head is dead (issue 19).';
 comment on function pepsi.workqueue_sender_listed(text, text, text, int, int, text[], text[], smallint[], bigint[], smallint, bigint) is
-    'The fair claim''s window from a stage''s list of senders while its head is dead (issue 19): each listed sender''s first rows read from its own start key.';
+    'The fair claim''s window from a stage''s list of senders while its head is dead (issue 19): each listed sender''s first rows read from its own start key; the gaps between listed senders probed from the mark for senders new since the list.';
+comment on function pepsi.workqueue_sender_gap(text, int, text, text, text, text[], smallint, bigint) is
+    'The first sender after p_after and before p_before (or up to p_upto) with a pending row at or past the stage''s mark: the fair claim''s probe of a gap between listed senders (issue 19).';
 comment on function pepsi.claim_mark_sender_bound() is
     'The most senders a refresh lists for the fair claim (issue 19): 256.';
 comment on function pepsi.claim_mark_dead_bound() is
@@ -1152,6 +1253,7 @@ revoke all on function pepsi.workqueue_sender_probe(text, text, text, int, int, 
 revoke all on function pepsi.claim_mark_dead_bound() from public;
 revoke all on function pepsi.claim_mark_sender_bound() from public;
 revoke all on function pepsi.workqueue_sender_listed(text, text, text, int, int, text[], text[], smallint[], bigint[], smallint, bigint) from public;
+revoke all on function pepsi.workqueue_sender_gap(text, int, text, text, text, text[], smallint, bigint) from public;
 revoke all on function pepsi.claim_mark_slack() from public;
 revoke all on function pepsi.claim_mark_refresh(text, int, timestamptz, smallint, bigint) from public;
 revoke all on function pepsi.claim_mark_key(text, int) from public;

@@ -11,7 +11,7 @@
 -- runner/tests/e2e/94-claim-mark.t; its cost: bench/held-snapshot.
 
 begin;
-select plan(27);
+select plan(32);
 
 create function pg_temp.returned(p_index text) returns bigint language sql as $$
     select pg_stat_get_xact_tuples_returned(p_index::regclass) $$;
@@ -176,6 +176,31 @@ select todo('flaked once under load: 4,787 entries; cause not found', 1);
 select cmp_ok(pg_temp.walk($$select pepsi.workqueue_claim_fair('{mark_f}', '{16}', '{1000}', '{}', '{}', '{}')$$,
                            'pepsi.workqueue_pending_sender_idx'), '<', 500::bigint,
               'issue 19: with the mark, they return the slack''s and their own (the btree steps over the rest)');
+
+-- A list of senders is a second old at most; a sender that sends after it
+-- (new since the refresh) must still rank in the window (D-53, D-59): the
+-- window's gaps between listed senders are probed. CI of 300a8f1 failed
+-- e2e 51 this way: the first claim after a burst of new senders read a
+-- list made while the last burst drained, and a-fresh (lead 0) lost.
+select is((select cardinality(senders) from pepsi.claim_mark where stage = 'mark_f'), 5,
+          'setup: the stage has a list of its five senders');
+insert into pepsi.workqueue (stage, origin_user) values ('mark_f', 'a-new'), ('mark_f', 'u2x');
+select pg_temp.hold();
+select ok((select workqueue_id from pepsi.workqueue where sender_key = 'user:a-new')
+          = any (pg_temp.would_claim($$pepsi.workqueue_claim_fair('{mark_f}', '{3}', '{1000}', '{}', '{}', '{}',
+                                                                   p_fifo_percent => 0, p_window_size => 3)$$, true)),
+          'issue 19, D-53: a sender new since the list (key before every listed one, lead 0) is in the window and claimed');
+select ok((select workqueue_id from pepsi.workqueue where sender_key = 'user:u2x')
+          = any (pg_temp.would_claim($$pepsi.workqueue_claim_fair('{mark_f}', '{2}', '{1000}', '{}', '{}', '{}',
+                                                                   p_fifo_percent => 0, p_window_size => 2,
+                                                                   p_window_after => '{user:u2}')$$, true)),
+          'issue 19, D-59: ... and one whose key falls between two listed senders');
+select is(pg_temp.would_claim($$pepsi.workqueue_claim_fair('{mark_f}', '{60}', '{1000}', '{}', '{}', '{}', p_window_size => 4)$$, true),
+          pg_temp.would_claim($$pepsi.workqueue_claim_fair('{mark_f}', '{60}', '{1000}', '{}', '{}', '{}', p_window_size => 4)$$, false),
+          'issue 19: with new senders beside the list, the fair claim takes the same rows with the list as without');
+select cmp_ok(pg_temp.walk($$select pepsi.workqueue_claim_fair('{mark_f}', '{16}', '{1000}', '{}', '{}', '{}')$$,
+                           'pepsi.workqueue_pending_sender_idx'), '<', 500::bigint,
+              'issue 19: ... and probing the gaps between listed senders does not walk the dead entries');
 
 select * from finish();
 rollback;

@@ -643,6 +643,7 @@ drop function pepsi.claim_mark_slack();
 drop function pepsi.claim_mark_dead_bound();
 drop function pepsi.claim_mark_sender_bound();
 drop function pepsi.workqueue_sender_listed(text, text, text, int, int, text[], text[], smallint[], bigint[], smallint, bigint);
+drop function pepsi.workqueue_sender_gap(text, int, text, text, text, text[], smallint, bigint);
 drop table pepsi.claim_mark;
 
 commit;
