@@ -633,7 +633,7 @@ comment on function pepsi.workqueue_claim_fair(text[], int[], float8[], text[], 
     'The fair claim (D-53, D-57..D-61): ranks each sender''s rows (in priority, then id order, issue 16) by lead, with a FIFO share taken lowest priority first.';
 revoke all on function pepsi.workqueue_sender_probe(text, text, text, int, int, text[]) from public;
 
-drop function pepsi.claim_mark_advance(text[], int, smallint[], bigint[], text[], smallint[], bigint[]);
+drop function pepsi.claim_mark_advance(text[], int, smallint[], bigint[], text[], smallint[], bigint[], text[], smallint[], bigint[]);
 drop function pepsi.claim_mark_get(text[], int);
 drop function pepsi.claim_mark_refresh(text, int, timestamptz, smallint, bigint);
 drop function pepsi.claim_mark_set(text, int, timestamptz, smallint, bigint);

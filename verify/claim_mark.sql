@@ -14,7 +14,7 @@ select 'pepsi.claim_mark_set(text, integer, timestamp with time zone, smallint, 
 select 'pepsi.claim_mark_refresh(text, integer, timestamp with time zone, smallint, bigint)'::regprocedure;
 select 'pepsi.workqueue_sender_gap(text, integer, text, text, text, text[], smallint, bigint)'::regprocedure;
 select 'pepsi.workqueue_sender_listed(text, text, text, integer, integer, text[], text[], smallint[], bigint[], smallint, bigint)'::regprocedure;
-select pg_catalog.has_function_privilege('pepsi.claim_mark_advance(text[], int, smallint[], bigint[], text[], smallint[], bigint[])', 'execute');
+select pg_catalog.has_function_privilege('pepsi.claim_mark_advance(text[], int, smallint[], bigint[], text[], smallint[], bigint[], text[], smallint[], bigint[])', 'execute');
 select pg_catalog.has_function_privilege('pepsi.workqueue_sender_probe(text, text, text, int, int, text[], smallint, bigint)', 'execute');
 -- both claims read the marks
 select 1 / (position('claim_mark_get' in prosrc) > 0)::int from pg_catalog.pg_proc
