@@ -28,11 +28,11 @@
 --    stands, and the next refresh, at most a second later, sets the mark
 --    at or below it. So a mark delays such a row by a second at most, and
 --    only while the stage's head is dead; rows are never lost.
---  * After each claim the mark moves up to the stage's next pending row
---    (a scan from the mark, walking only what this claim left dead), or,
---    when none is left, past the last row this claim took at that stage;
---    in both cases less the slack, so that hops committed a little out of
---    order are not delayed at all.
+--  * After each claim the mark moves up, without a walk, to the row the
+--    claim's own read saw next (the plain claim: past the last row it
+--    took; the fair claim: the row one past its FIFO share), less the
+--    slack, so that hops committed a little out of order are not delayed
+--    at all.
 -- The plain claim's scan and the fair claim's FIFO share start at the
 -- mark (a row comparison, a start key of workqueue_pending_idx). The fair
 -- claim's sender probes read workqueue_pending_sender_idx, where the mark
