@@ -72,7 +72,7 @@ create temp table claimed (call int, workqueue_id bigint, stage text, sender_key
 create function pg_temp.claim_statement(p_src text) returns text language sql as $$
     select regexp_replace(substring(p_src from '(?s)\n\s*(with recursive.*?);\s*if exists'),
                           '(?s)select array_agg\(c\.workqueue_id.*?from claimed c',
-                          'select c.workqueue_id, c.stage, c.sender_key, pick.fifo, share.window_next, share.window_lap,
+                          'select c.workqueue_id, c.stage, c.sender_key, c.fifo, share.window_next, share.window_lap,
                                   share.credit_next, share.lead_floor, share.lost
                              from claimed c')
 $$;
