@@ -635,6 +635,7 @@ revoke all on function pepsi.workqueue_sender_probe(text, text, text, int, int, 
 
 drop function pepsi.claim_mark_advance(text[], int, smallint[], bigint[], text[], smallint[], bigint[], text[], smallint[], bigint[]);
 drop function pepsi.claim_mark_get(text[], int);
+drop function pepsi.claim_mark_skip(text[], int);
 drop function pepsi.claim_mark_refresh(text, int, timestamptz, smallint, bigint);
 drop function pepsi.claim_mark_set(text, int, timestamptz, smallint, bigint);
 drop function pepsi.claim_mark_key(text, int);

@@ -4,6 +4,7 @@ begin;
 
 select stage, owner_slot, mark_priority, mark_id, refreshed_at, dead_at_head from pepsi.claim_mark where false;
 select pg_catalog.has_function_privilege('pepsi.claim_mark_get(text[], int)', 'execute');
+select pg_catalog.has_function_privilege('pepsi.claim_mark_skip(text[], int)', 'execute');
 select 'pepsi.claim_mark_pkey'::regclass;
 select 'pepsi.claim_mark_dead_bound()'::regprocedure;
 select 'pepsi.claim_mark_slack()'::regprocedure;
