@@ -70,11 +70,11 @@ create temp table claimed (call int, workqueue_id bigint, stage text, sender_key
 -- RECURSIVE to the statement's end, with the rows it collects selected
 -- instead (the projection of the statement before issue 19).
 create function pg_temp.claim_statement(p_src text) returns text language sql as $$
-    select regexp_replace(substring(p_src from '(?s)\n\s*(with recursive.*?);\s*if exists'),
-                          '(?s)select array_agg\(c\.workqueue_id.*?from claimed c',
+    select regexp_replace(substring(p_src from '(?s)\n\s*(with recursive.*?);\s*(?:--[^\n]*\n\s*)*if cardinality'),
+                          '(?s)select array_agg\(c\.workqueue_id.*$',
                           'select c.workqueue_id, c.stage, c.sender_key, c.fifo, share.window_next, share.window_lap,
                                   share.credit_next, share.lead_floor, share.lost
-                             from claimed c')
+                             from claimed c join share on share.ord = c.ord order by c.ord, c.pos')
 $$;
 -- The marks (pepsi.claim_mark, issue 19) are refreshed by the first claim
 -- of a stage in a second, with a read of the pending index: made fresh
