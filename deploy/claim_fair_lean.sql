@@ -143,9 +143,6 @@ begin
      -- all (issue 19; pgTAP 70 saw 1,500 entries for a claim of 16).
      where w.workqueue_id = picked.id and w.status = picked.seen
     returning w.workqueue_id, w.stage, w.sender_key, w.priority)
-    -- One sort of the claimed rows, then plain aggregates, which keep the
-    -- order of their input: an aggregate with its own ORDER BY sorts its
-    -- input again, each one (PostgreSQL 15), ten sorts a claim.
     select array_agg(c.workqueue_id), array_agg(c.stage), array_agg(c.sender_key), array_agg(c.priority)
       into v_ids, v_st, v_sk, v_pr
       from claimed c;
@@ -809,6 +806,9 @@ begin
         -- 6 ms fair claim of 64 rows in normal mode.
         returning w.workqueue_id, w.stage, w.sender_key, w.priority, pick.ord, pick.pos, pick.fifo
     )
+    -- One sort of the claimed rows, then plain aggregates, which keep the
+    -- order of their input: an aggregate with its own ORDER BY sorts its
+    -- input again, each one (PostgreSQL 15), ten sorts a claim.
     select array_agg(c.workqueue_id), array_agg(c.stage), array_agg(c.sender_key), array_agg(c.fifo),
            array_agg(c.window_next), array_agg(c.window_lap), array_agg(c.credit_next),
            array_agg(c.lead_floor), array_agg(c.lost), array_agg(c.priority),
