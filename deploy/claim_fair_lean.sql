@@ -161,6 +161,11 @@ create or replace function pepsi.workqueue_sender_listed(p_stage text, p_after t
                                               p_mark_priority smallint, p_mark_id bigint)
 returns table (sender_key text, ids bigint[], i bigint, more boolean, last_priority smallint)
 language plpgsql stable
+-- At most p_senders_max (64) rows, usually a few: without ROWS the planner
+-- counts 1,000 a call (a set-returning function's default), and the fair
+-- claim's plan, its estimates and joins, grew around them (the plan is
+-- made once, for every claim, marked or not).
+rows 16
 as $$
 -- PL/pgSQL, not SQL (issue 19, claim_fair_lean): as a SQL function it
 -- was inlined, twice, into the fair claim's statement, and that plan is

@@ -13,9 +13,9 @@ select plan(9);
 select is((select l.lanname::text from pg_catalog.pg_proc p join pg_catalog.pg_language l on l.oid = p.prolang
             where p.oid = 'pepsi.workqueue_sender_listed(text, text, text, int, int, text[], text[], smallint[], bigint[], smallint, bigint)'::regprocedure),
           'plpgsql', 'issue 19: the list walk is a PL/pgSQL function, not inlined into the fair claim''s plan');
-select is((select p.provolatile::text from pg_catalog.pg_proc p
+select is((select p.provolatile::text || ' ' || p.prorows from pg_catalog.pg_proc p
             where p.oid = 'pepsi.workqueue_sender_listed(text, text, text, int, int, text[], text[], smallint[], bigint[], smallint, bigint)'::regprocedure),
-          's', 'issue 19: the list walk is stable: it reads with the claim''s snapshot');
+          's 16', 'issue 19: the list walk is stable (it reads with the claim''s snapshot) and planned at 16 rows a call, not 1,000');
 
 -- lean_a: twelve rows of three senders, u1, u2, u0, u1, u2, u0, ...;
 -- lean_b: five rows of one sender.
