@@ -410,11 +410,11 @@ select is((select count(*) from pepsi.workqueue_claim_fair('{k}', '{0}', '{1000}
                                                           (select array_agg(lead) from k_lead), 0, null, null, now(), false,
                                                           64, :k_claim, null, null, '{t}')),
           0::bigint, 'issue 12: a call with cap 0 claims nothing but keeps the 10,000 leads it was sent');
-select row_eq($$select count(*), min(incarnation), max(incarnation) from pepsi.fair_lead where stage = 'k'$$,
+select row_eq($$select count(*), min(incarnation), max(incarnation) from pg_temp.fair_lead where stage = 'k'$$,
               row(10000::bigint, 7::bigint, 7::bigint),
-              'issue 12: pepsi.fair_lead holds the 10,000 leads, for incarnation 7 (p_claim_id >> 40)');
-select is((select incarnation from pepsi.fair_stage where stage = 'k'), 7::bigint,
-          'issue 12: the synced stage is marked held in full by incarnation 7 (pepsi.fair_stage)');
+              'issue 12, 19: the session''s pg_temp.fair_lead holds the 10,000 leads, for incarnation 7 (p_claim_id >> 40)');
+select is((select incarnation from pg_temp.fair_stage where stage = 'k'), 7::bigint,
+          'issue 12: the synced stage is marked held in full by incarnation 7 (pg_temp.fair_stage)');
 
 savepoint kept;
 -- The window: the 64 senders after k04979 (k04980..k05043), all past the 256th.
@@ -447,18 +447,18 @@ select row_eq($$select sender_key, lead_floor, leads_lost from claimed where cal
 rollback to savepoint kept;
 
 -- Changes after the sync: only what changed is sent.
-insert into xstats_k select pg_stat_get_xact_tuples_inserted('pepsi.fair_lead'::regclass)
-                          + pg_stat_get_xact_tuples_updated('pepsi.fair_lead'::regclass)
-                          + pg_stat_get_xact_tuples_deleted('pepsi.fair_lead'::regclass)
-                          + pg_stat_get_xact_tuples_inserted('pepsi.fair_stage'::regclass)
-                          + pg_stat_get_xact_tuples_updated('pepsi.fair_stage'::regclass);
+insert into xstats_k select pg_stat_get_xact_tuples_inserted('pg_temp.fair_lead'::regclass)
+                          + pg_stat_get_xact_tuples_updated('pg_temp.fair_lead'::regclass)
+                          + pg_stat_get_xact_tuples_deleted('pg_temp.fair_lead'::regclass)
+                          + pg_stat_get_xact_tuples_inserted('pg_temp.fair_stage'::regclass)
+                          + pg_stat_get_xact_tuples_updated('pg_temp.fair_stage'::regclass);
 select count(*) >= 0 as x from pepsi.workqueue_claim_fair('{k}', '{1}', '{1000}', '{}', '{}', '{}', 0, '{user:k04979}', null,
                                                          now(), false, 64, :k_claim + 3) \gset
-select is((select pg_stat_get_xact_tuples_inserted('pepsi.fair_lead'::regclass)
-                + pg_stat_get_xact_tuples_updated('pepsi.fair_lead'::regclass)
-                + pg_stat_get_xact_tuples_deleted('pepsi.fair_lead'::regclass)
-                + pg_stat_get_xact_tuples_inserted('pepsi.fair_stage'::regclass)
-                + pg_stat_get_xact_tuples_updated('pepsi.fair_stage'::regclass) - n from xstats_k), 0::bigint,
+select is((select pg_stat_get_xact_tuples_inserted('pg_temp.fair_lead'::regclass)
+                + pg_stat_get_xact_tuples_updated('pg_temp.fair_lead'::regclass)
+                + pg_stat_get_xact_tuples_deleted('pg_temp.fair_lead'::regclass)
+                + pg_stat_get_xact_tuples_inserted('pg_temp.fair_stage'::regclass)
+                + pg_stat_get_xact_tuples_updated('pg_temp.fair_stage'::regclass) - n from xstats_k), 0::bigint,
           'D-139, issue 12: a claim that sends no changed lead writes nothing to the kept leads');
 rollback to savepoint kept;
 select is((select c.sender_key from pepsi.workqueue_claim_fair('{k}', '{1}', '{1000}', '{k}', '{user:k05000}', '{1e9}', 0,
@@ -466,13 +466,13 @@ select is((select c.sender_key from pepsi.workqueue_claim_fair('{k}', '{1}', '{1
           (select l.sender from k_lead l where l.sender between 'user:k04980' and 'user:k05043' and l.sender <> 'user:k05000'
             order by l.lead limit 1),
           'issue 12: a changed lead sent with a claim is kept before the claim ranks: k05000 at 1e9 µs goes behind the window''s second-smallest');
-select is((select v from pepsi.fair_lead where stage = 'k' and sender_key = 'user:k05000'), 1e9::float8,
+select is((select v from pg_temp.fair_lead where stage = 'k' and sender_key = 'user:k05000'), 1e9::float8,
           'issue 12: ... and stays kept for the next claim');
 rollback to savepoint kept;
 select is((select count(*) from pepsi.workqueue_claim_fair('{k}', '{0}', '{1000}', '{k,k}', '{user:k05000,user:k05001}', '{500,0}',
                                                           0, null, null, now(), false, 64, :k_claim + 5, '{500}', '{1}')),
           0::bigint, 'setup: two leads sent at the base of the frame (lead 0: forgotten by the dispatcher)');
-select is((select array_agg(sender_key order by sender_key) from pepsi.fair_lead
+select is((select array_agg(sender_key order by sender_key) from pg_temp.fair_lead
             where stage = 'k' and sender_key in ('user:k05000', 'user:k05001')), null::text[],
           'D-56, issue 12: a lead sent as 0 or less (v <= base) is deleted from the kept leads');
 rollback to savepoint kept;
@@ -489,7 +489,7 @@ rollback to savepoint kept;
 select is((select count(*) from pepsi.workqueue_claim_fair('{k,k2}', '{0,0}', '{1000,1000}', '{k}', '{user:k00042}', '{7000}',
                                                           0, null, null, now(), false, 64, :k_claim + 8, null, null, '{t,f}')),
           0::bigint, 'setup: stage k synced again with one lead only');
-select is((select array_agg(sender_key || '=' || v) from pepsi.fair_lead where stage = 'k'), '{user:k00042=7000}'::text[],
+select is((select array_agg(sender_key || '=' || v) from pg_temp.fair_lead where stage = 'k'), '{user:k00042=7000}'::text[],
           'issue 12: a sync keeps exactly the leads it was sent (the other 9,999 are deleted)');
 rollback to savepoint kept;
 select throws_ok(format($$select * from pepsi.workqueue_claim_fair('{k}', '{1}', '{1000}', '{q}', '{user:a}', '{5000}', 0, null,

@@ -107,6 +107,11 @@ returns setof jsonb language sql as $$
     select node from n
 $$;
 
+-- The statement reads the session's kept leads (issue 19,
+-- fair_lead_session): their tables, as the session's first fair claim
+-- makes them.
+select pepsi.fair_lead_open();
+
 create temp table fair_sql as
 select regexp_replace(regexp_replace(regexp_replace(regexp_replace(regexp_replace(regexp_replace(regexp_replace(regexp_replace(
        regexp_replace(regexp_replace(regexp_replace(regexp_replace(regexp_replace(regexp_replace(regexp_replace(
@@ -264,9 +269,9 @@ select is((pg_temp.delta('m0', 'm1', 'pepsi.workqueue')).scans, 0::bigint, 'full
 -- of senders that wait no more. The claim reads the lead of each sender of
 -- its window by one probe of fair_lead_pkey: 64, however many are kept.
 
-insert into pepsi.fair_lead select :'many', 'user:m' || lpad(s::text, 3, '0'), 1, 1000 + s from generate_series(1, 100) s;
-insert into pepsi.fair_lead select :'many', 'user:gone' || i, 1, 5000 from generate_series(1, 10000) i;
-insert into pepsi.fair_stage values (:'many', 1);
+insert into pg_temp.fair_lead select :'many', 'user:m' || lpad(s::text, 3, '0'), 1, 1000 + s from generate_series(1, 100) s;
+insert into pg_temp.fair_lead select :'many', 'user:gone' || i, 1, 5000 from generate_series(1, 10000) i;
+insert into pg_temp.fair_stage values (:'many', 1);
 
 create function pg_temp.bind(p_sql text, p_args jsonb)
 returns text language plpgsql as $$

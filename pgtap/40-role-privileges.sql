@@ -174,7 +174,7 @@ insert into fn_doc values
     ('claim_mark_dead_bound', '{}'), ('claim_mark_slack', '{}'), ('claim_mark_refresh', '{}'),
     ('claim_mark_get', '{}'), ('claim_mark_advance', '{}'), ('claim_mark_sender_bound', '{}'),
     ('workqueue_sender_listed', '{}'), ('workqueue_sender_gap', '{}'), ('claim_mark_key', '{}'), ('claim_mark_set', '{}'),
-    ('claim_mark_interval_ms', '{}'), ('claim_mark_skip', '{}'), ('workqueue_sender_wrap', '{}');
+    ('claim_mark_interval_ms', '{}'), ('claim_mark_skip', '{}'), ('workqueue_sender_wrap', '{}'), ('fair_lead_open', '{}');
 
 -- Functions known to lack their revoke, left out of the per-role
 -- comparisons while a fix is under way: none today.
