@@ -6,7 +6,7 @@
  * Charging x µs adds x * scale(now) to v; raising the baseline (the least
  * served waiting sender, fair_level) adds to vmin; neither touches the other
  * entries, and time passing touches none. The claim reads the same formula
- * from the copy in pepsi.fair_lead with vmin and scale passed as the
+ * from the copy in pg_temp.fair_lead with vmin and scale passed as the
  * stage's p_lead_base and p_lead_scale, so a lead changes the copy only
  * when it is charged, corrected or forgotten (issue 12).
  *
@@ -47,7 +47,7 @@ struct fair_entry {
     uint64_t hash;  /* of sender */
     double v;       /* lead = (v - vmin) / scale, in the current frame */
     bool live;      /* has a lead (else: waiting to be sent as forgotten) */
-    bool stored;    /* the copy (pepsi.fair_lead) holds it, as last sent */
+    bool stored;    /* the copy (pg_temp.fair_lead) holds it, as last sent */
     bool dirty;     /* in the changed list */
 };
 

@@ -1,7 +1,8 @@
 /* dispatch/fair.h — fair scheduling between senders: one stage's sender leads
  * (D-48..D-57), kept in memory by the dispatcher and copied, as they
- * change, to pepsi.fair_lead, where pepsi.workqueue_claim_fair reads the
- * leads of its window's senders (issue 12; docs/fair-scheduling.md). Pure:
+ * change, to the claiming session's pg_temp.fair_lead (issue 19), where
+ * pepsi.workqueue_claim_fair reads the leads of its window's senders
+ * (issue 12; docs/fair-scheduling.md). Pure:
  * no I/O, no clock of its own (every call takes now_ms from the caller's
  * monotonic clock), no libuv, no libpq.
  *
