@@ -4,9 +4,10 @@
 -- The plain claim (workqueue_claim, FAIR_SCHEDULING = no) is planned once
 -- per session, as the fair claim is, instead of at every call (issue 19).
 -- With PostgreSQL's default plan_cache_mode its statements got custom
--- plans: 1.4M of the 4.25M instructions of a call (bench/claim-fair, 1,000
--- pending: 4.25M -> 2.83M; 1,000,000: 4.29M -> 2.91M; 10 senders of
--- 100,000: 4.28M -> 2.90M).
+-- plans: 1.4M of the 4.26M instructions of a call (bench/claim-fair with
+-- and without BENCH_SETUP=revert/claim_plain_generic.sql, 1,000 pending:
+-- 4.26M -> 2.85M; 1,000,000: 4.31M -> 2.91M; 10 senders of 100,000:
+-- 4.29M -> 2.90M).
 -- A generic plan does not know the caps, and on a queue of 1,000 rows it
 -- joined the picked ids to workqueue by a sequential scan and a hash join
 -- (auto_explain): a plan kept for the session, still chosen while the

@@ -1,12 +1,12 @@
 -- Issue 19, sqitch change claim_plain_generic: the plain claim is planned
 -- once per session (a generic plan, as the fair claim's), not at every
--- call: 4.25M -> 2.83M instructions a call (bench/claim-fair). A generic
+-- call: 4.26M -> 2.85M instructions a call (bench/claim-fair). A generic
 -- plan does not know the caps: made on a queue of 1,000 analyzed rows it
 -- joined the picked ids to workqueue by a sequential scan and a hash join,
--- and kept that plan for the session (until the next ANALYZE). What is tested: the settings, that
--- the plan kept after six claims reads no row of workqueue sequentially
--- (test 2 fails with plan_cache_mode alone), and that it claims what the
--- plain claim always claimed.
+-- and kept that plan for the session (until the next ANALYZE). What is
+-- tested: the settings, that the plan kept after six claims reads no row
+-- of workqueue sequentially (test 2 fails with plan_cache_mode alone),
+-- and that it claims what the plain claim always claimed.
 
 begin;
 select plan(4);
