@@ -253,7 +253,7 @@ declare
     v_nx_st text[];      -- each marked stage's next row (the FIFO read's one past its share)
     v_nx_p smallint[];
     v_idle boolean := false; -- the idle claim applies (no stage has more rows than its cap)
-    v_idle_ids bigint[]; -- its rows, stage by stage, oldest first
+    v_idle_ids bigint[]; -- its rows (the update takes them by id; the result is sorted there)
     v_pending pepsi.workqueue_status := 'pending';
     v_full boolean;      -- this claim filled a stage
     v_i int;
@@ -389,7 +389,7 @@ begin
     -- p_window_size) + 1 at most, each stage's scan the front of its
     -- workqueue_pending_idx range from the mark, as the plain claim reads.
     if pg_catalog.current_setting('pepsi.claim_fair_full', true) = '0' then
-        select coalesce(bool_and(c.n <= c.cap), true), array_agg(c.id order by c.ord, c.priority, c.id)
+        select coalesce(bool_and(c.n <= c.cap), true), array_agg(c.id)
           into v_idle, v_idle_ids
           from (select s.ord, least(s.cap, p_window_size) as cap, q.workqueue_id as id, q.priority,
                        count(*) over (partition by s.ord) as n

@@ -17,7 +17,7 @@
 -- bench/claim-fair, docs/fair-scheduling.md.
 
 begin;
-select plan(22);
+select plan(23);
 
 -- No refresh of the claim marks due for 5 s (the summary the claims
 -- read, as bench/claim-fair sets it): the reads counted are the claims'.
@@ -78,6 +78,20 @@ select is((select array_agg(distinct g.lead_floor) from got g where g.stage = 'i
           'issue 19: ... lead_floor: the least lead of the senders claimed (u1''s 3,000), 0 for a sender without one');
 select is(pg_catalog.current_setting('pepsi.claim_fair_full'), '0',
           'issue 19: ... and the next claim checks again (pepsi.claim_fair_full ''0'')');
+
+-- A caller who sets pepsi.claim_fair_full (any pepsi_runner login can)
+-- only chooses the path: '1' on the same queue and the same call runs
+-- the full claim, which claims the same rows with the same columns.
+update pepsi.workqueue set status = 'pending', claimed_at = null where stage like 'idle\_%';
+set pepsi.claim_fair_full = '1';
+select set_eq($$select c.workqueue_id, c.stage, c.sender_key, c.fifo, c.window_next, c.window_lap, c.fifo_credit,
+                       c.lead_floor, c.leads_lost
+                  from pepsi.workqueue_claim_fair('{idle_a,idle_b,idle_c}', '{4,4,4}', '{1000,1000,1000}',
+                                                  '{idle_a,idle_a}', '{user:u0,user:u1}', '{5000,3000}',
+                                                  p_fifo_percent => 10, p_fifo_credit => '{95,0,null}') c$$,
+              $$select g.workqueue_id, g.stage, g.sender_key, g.fifo, g.window_next, g.window_lap, g.fifo_credit,
+                       g.lead_floor, g.leads_lost from got g$$,
+              'issue 19: pepsi.claim_fair_full set to ''1'' by the caller: the full claim takes the same rows with the same columns as the idle claim did');
 
 -- Exactly the cap: still idle. idle_a's three rows pending again, cap 3.
 update pepsi.workqueue set status = 'pending', claimed_at = null where stage like 'idle\_%';
