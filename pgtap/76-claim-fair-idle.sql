@@ -92,6 +92,7 @@ select set_eq($$select c.workqueue_id, c.stage, c.sender_key, c.fifo, c.window_n
               $$select g.workqueue_id, g.stage, g.sender_key, g.fifo, g.window_next, g.window_lap, g.fifo_credit,
                        g.lead_floor, g.leads_lost from got g$$,
               'issue 19: pepsi.claim_fair_full set to ''1'' by the caller: the full claim takes the same rows with the same columns as the idle claim did');
+set pepsi.claim_fair_full = '0'; -- as the tests below found it before this one
 
 -- Exactly the cap: still idle. idle_a's three rows pending again, cap 3.
 update pepsi.workqueue set status = 'pending', claimed_at = null where stage like 'idle\_%';
