@@ -217,6 +217,82 @@ void db_expire(struct db *db, uint64_t now)
     }
 }
 
+/* ---- prepared statements (DB_PREPARED) ---- */
+
+static int prepared_find(const struct db *db, const char *sql)
+{
+    for (int i = 0; i < db->n_prepared; i++)
+        if (strcmp(db->prepared[i].sql, sql) == 0)
+            return i;
+    return -1;
+}
+
+static void prepared_drop(struct db *db, int k)
+{
+    free(db->prepared[k].sql);
+    db->prepared[k] = db->prepared[--db->n_prepared];
+    memset(&db->prepared[db->n_prepared], 0, sizeof db->prepared[0]);
+}
+
+/* A new connection has none of the old one's statements. */
+static void prepared_forget(struct db *db)
+{
+    while (db->n_prepared > 0)
+        prepared_drop(db, db->n_prepared - 1);
+    db->preparing = false;
+    db->names = 0;
+}
+
+/* Sends op's Prepare (under a name never used on this connection), its
+ * prepared execution, or, past DB_MAX_PREPARED texts, the op unprepared. */
+static int send_prepared(struct db *db, struct db_op *op)
+{
+    int k = prepared_find(db, op->sql);
+    if (k >= 0)
+        return PQsendQueryPrepared(db->conn, db->prepared[k].name, op->n, (const char *const *)op->params, NULL,
+                                   NULL, 0);
+    if (db->n_prepared == DB_MAX_PREPARED)
+        return PQsendQueryParams(db->conn, op->sql, op->n, NULL, (const char *const *)op->params, NULL, NULL, 0);
+    struct db_prepared *p = &db->prepared[db->n_prepared];
+    snprintf(p->name, sizeof p->name, "pepsi_%lu", ++db->names);
+    db->preparing = true;
+    return PQsendPrepare(db->conn, p->name, op->sql, op->n, NULL);
+}
+
+/* The Prepare of the inflight op came back: on success the op goes back
+ * to the front of the queue to run prepared; returns false when it
+ * failed (res is then the op's answer). */
+static bool prepare_done(struct db *db, struct db_op *op, PGresult *res)
+{
+    db->preparing = false;
+    if (PQresultStatus(res) != PGRES_COMMAND_OK)
+        return false;
+    struct db_prepared *p = &db->prepared[db->n_prepared++];
+    p->sql = xstrdup(op->sql);
+    log_debug("db", "prepared %s: %.60s", p->name, op->sql);
+    PQclear(res);
+    queue_push_front(db, op);
+    return true;
+}
+
+/* A prepared statement the server no longer has (26000), or whose cached
+ * plan can no longer give the result type it was prepared with (0A000:
+ * a function it calls was replaced by a deploy): forgotten, so that the
+ * op is prepared again under a new name. Returns whether to retry. */
+static bool prepared_stale(struct db *db, struct db_op *op, const PGresult *res)
+{
+    if (!(op->flags & DB_PREPARED) || op->retries >= DB_RETRIES)
+        return false;
+    const char *state = pgerr_sqlstate(res);
+    int k = prepared_find(db, op->sql);
+    if (k < 0 || (strcmp(state, "26000") != 0 && strcmp(state, "0A000") != 0))
+        return false;
+    log_notice("db", "prepared statement %s is stale (%s); preparing it again", db->prepared[k].name,
+               pgerr_message(db->conn, res));
+    prepared_drop(db, k);
+    return true;
+}
+
 /* Sends the next runnable op when the connection is free; one whose time
  * is up is given up rather than sent. */
 static void db_send_next(struct db *db)
@@ -229,10 +305,12 @@ static void db_send_next(struct db *db)
     struct db_op *op = queue_take_runnable(db);
     if (op == NULL)
         return;
-    int sent = (op->flags & DB_MULTI) && op->n == 0
-                   ? PQsendQuery(db->conn, op->sql)
-                   : PQsendQueryParams(db->conn, op->sql, op->n, NULL, (const char *const *)op->params, NULL, NULL, 0);
+    int sent = (op->flags & DB_MULTI) && op->n == 0 ? PQsendQuery(db->conn, op->sql)
+               : (op->flags & DB_PREPARED)      ? send_prepared(db, op)
+                                                : PQsendQueryParams(db->conn, op->sql, op->n, NULL,
+                                                                    (const char *const *)op->params, NULL, NULL, 0);
     if (!sent) {
+        db->preparing = false;
         log_warning("db", "cannot send a query: %s", pgerr_conn_message(db->conn));
         queue_push_front(db, op);
         db_disconnect(db, true);
@@ -262,7 +340,15 @@ static void db_complete(struct db *db)
     PGresult *res = db->answer;
     db->inflight = NULL;
     db->answer = NULL;
+    if (db->preparing && prepare_done(db, op, res))
+        return;
     db->queries++;
+    if (prepared_stale(db, op, res)) {
+        op->retries++;
+        PQclear(res);
+        queue_push_front(db, op);
+        return;
+    }
     if (pgerr_classify(db->conn, res) == PGERR_RETRY && op->retries < DB_RETRIES) {
         op->retries++;
         log_debug("db", "retrying a query after sqlstate=%s", pgerr_sqlstate(res));
@@ -349,6 +435,7 @@ void db_disconnect(struct db *db, bool keep)
         PQfinish(db->conn);
         db->conn = NULL;
     }
+    prepared_forget(db);
     if (db->answer) {
         PQclear(db->answer);
         db->answer = NULL;

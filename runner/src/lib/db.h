@@ -2,7 +2,10 @@
  * uv_poll on its socket (STYLE: one poll per fd, stopped before PQfinish).
  * Queries queue up and run one at a time, in order; each answer goes to
  * its callback. Serialisation failures and deadlocks are retried (D-20).
- * Notifications are handed to a hook as they arrive.
+ * Notifications are handed to a hook as they arrive. A hot query can run
+ * as a named prepared statement of the connection (DB_PREPARED), prepared
+ * on its first use there (issue 19: parsing and planning the claim's
+ * statement was a quarter of an idle claim's round trip).
  * Owns: the connection, its poll and its queue of queries. Uses: lib/
  * (conn, pgerr, log, util), libpq, libuv; nothing above lib/. */
 #ifndef PEPSI_LIB_DB_H
@@ -24,6 +27,17 @@ enum db_flags {
     DB_UNGATED = 2,    /* may run while the gate is closed (connection set-up queries) */
     DB_MULTI = 4,      /* several statements, no parameters (the simple protocol); the answer is
                           the first statement's result, a later error replaces it */
+    DB_PREPARED = 8,   /* run as a prepared statement of this connection, prepared on first use (one
+                          more round trip per connection and text); sql must be one statement whose
+                          parameter types the text fixes ($1::int); at most DB_MAX_PREPARED texts */
+};
+
+#define DB_MAX_PREPARED 8
+
+/* A statement prepared on the current connection. */
+struct db_prepared {
+    char *sql;                /* its text, as the ops give it */
+    char name[24];            /* its name on the connection */
 };
 
 struct db_hooks {
@@ -50,6 +64,10 @@ struct db {
     struct db_hooks hooks;
     unsigned long queries;    /* queries answered, for tests and stats */
     unsigned long n_until;    /* live queries that may be given up (db_query_until) */
+    struct db_prepared prepared[DB_MAX_PREPARED]; /* of this connection; forgotten on disconnect */
+    int n_prepared;
+    bool preparing;           /* the inflight op's Prepare is out (as prepared[n_prepared].name) */
+    unsigned long names;      /* statement names handed out on this connection */
 };
 
 /* Prepares an unconnected db on loop. */
