@@ -9,7 +9,7 @@
 # (set on this test's database, read by the runner's sessions at
 # connect): an unnamed statement is planned at each call, a prepared one
 # five times and then runs its generic plan. With the claim sent unnamed
-# (round.c without DB_PREPARED) tests 3 and 6 fail; without
+# (round.c without DB_PREPARED) tests 3, 6 and 10 fail; without
 # prepared_forget at disconnect test 7 fails; without prepared_stale
 # tests 9 and 10 fail (checked by hand).
 . "$(dirname "$0")/lib.sh"
