@@ -35,7 +35,10 @@ create function pg_temp.pending_reads() returns bigint language sql as $$
 -- counted: a row claimed and made pending again leaves a dead entry in
 -- workqueue_pending_idx, which a read returns too; its name is this
 -- run's (a run rolled back earlier in the same database leaves its
--- entries until a vacuum).
+-- entries until a vacuum), and the updates that make the other stages'
+-- rows pending again leave its rows alone: such an update finds no room
+-- on a full heap page now and then, is not HOT, and leaves a second
+-- entry of each row (CI failed so once: 6 read, not 3).
 select 'idle_r' || txid_current() as r \gset
 insert into pepsi.workqueue (stage, origin_user)
 values ('idle_a', 'u0'), ('idle_a', 'u1'), ('idle_a', 'u0'), ('idle_b', 'v'),
@@ -82,7 +85,7 @@ select is(pg_catalog.current_setting('pepsi.claim_fair_full'), '0',
 -- A caller who sets pepsi.claim_fair_full (any pepsi_runner login can)
 -- only chooses the path: '1' on the same queue and the same call runs
 -- the full claim, which claims the same rows with the same columns.
-update pepsi.workqueue set status = 'pending', claimed_at = null where stage like 'idle\_%';
+update pepsi.workqueue set status = 'pending', claimed_at = null where stage like 'idle\_%' and stage <> :'r';
 set pepsi.claim_fair_full = '1';
 select set_eq($$select c.workqueue_id, c.stage, c.sender_key, c.fifo, c.window_next, c.window_lap, c.fifo_credit,
                        c.lead_floor, c.leads_lost
@@ -95,7 +98,7 @@ select set_eq($$select c.workqueue_id, c.stage, c.sender_key, c.fifo, c.window_n
 set pepsi.claim_fair_full = '0'; -- as the tests below found it before this one
 
 -- Exactly the cap: still idle. idle_a's three rows pending again, cap 3.
-update pepsi.workqueue set status = 'pending', claimed_at = null where stage like 'idle\_%';
+update pepsi.workqueue set status = 'pending', claimed_at = null where stage like 'idle\_%' and stage <> :'r';
 truncate s0;
 insert into s0 select pg_temp.sender_scans();
 select is((select count(*)::int from pepsi.workqueue_claim_fair('{idle_a}', '{3}', '{1000}', null, null, null)), 3,
