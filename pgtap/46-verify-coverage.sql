@@ -133,8 +133,9 @@ select ok(not exists (select from pg_temp.verify_missing('index')),
 
 -- The check can fail: delete one function line and one index line from the
 -- copy of verify/workqueue.sql and it names exactly those two more, with the
--- file (compared with what it named before, so that these two do not fail
--- again for an object another change left out).
+-- verify scripts of the changes that define them (commit_linear redefines
+-- state_count; compared with what it named before, so that these two do not
+-- fail again for an object another change left out).
 create temp table missing_before on commit drop as
 select m from pg_temp.verify_missing('function') m
 union all
@@ -145,7 +146,7 @@ update src set body = replace(replace(body,
  where kind = 'verify' and file = 'workqueue.sql';
 select pg_temp.scan();
 select is(array(select m from pg_temp.verify_missing('function') m except select m from missing_before),
-          array[$$function pepsi.state_count(jsonb) has no verify line: add "select 'pepsi.state_count(jsonb)'::regprocedure;" to verify/workqueue.sql$$],
+          array[$$function pepsi.state_count(jsonb) has no verify line: add "select 'pepsi.state_count(jsonb)'::regprocedure;" to verify/commit_linear.sql or verify/workqueue.sql$$],
           'issue 13: a function whose verify line is deleted is named, with its verify script');
 select is(array(select m from pg_temp.verify_missing('index') m except select m from missing_before),
           array[$$index pepsi.workqueue_body_id_idx has no verify line: add "select 'pepsi.workqueue_body_id_idx'::regclass;" to verify/workqueue.sql$$],
