@@ -841,9 +841,9 @@ static char **build_env(const struct stage *s)
      * startup_connect): a worker whose level that range covers need not
      * check it again (issue 19). Empty before a check: workers check. */
     env[k++] = xasprintf("PEPSI_SCHEMA_VERIFIED=%s", schema_verified_token());
-    /* The most it may be handed at once (with QUEUE_LIMIT unset, the
-     * adaptive maximum): a worker that batches sizes its batch by it. */
-    env[k++] = xasprintf("PEPSI_QUEUE_LIMIT=%d", s->hand_max);
+    /* The most it takes into one batch (QUEUE_LIMIT; unset, the adaptive
+     * batch: it may hold several such batches, issue 19). */
+    env[k++] = xasprintf("PEPSI_QUEUE_LIMIT=%d", conf_stage_batch_max(s->conf));
     env[k++] = xasprintf("PEPSI_MAX_LIFETIME_MS=%lld", (long long)s->conf->max_lifetime_ms);
     env[k++] = xasprintf("PEPSI_MAX_HOPS=%d", pe->max_hops);
     env[k++] = xasprintf("PEPSI_WORKER_SYNCHRONOUS_COMMIT=%s", pe->worker_synchronous_commit ? "yes" : "no");

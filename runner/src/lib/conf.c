@@ -756,9 +756,12 @@ const struct stage_conf *conf_stage(const struct conf *c, const char *name)
 
 int conf_stage_hand_max(const struct stage_conf *s)
 {
-    if (s->queue_limit_set || s->queue_limit >= CONF_HAND_LIMIT_MAX)
-        return s->queue_limit;
-    return CONF_HAND_LIMIT_MAX;
+    return s->queue_limit_set ? s->queue_limit : CONF_HAND_LIMIT_MAX;
+}
+
+int conf_stage_batch_max(const struct stage_conf *s)
+{
+    return s->queue_limit_set ? s->queue_limit : CONF_BATCH_LIMIT_MAX;
 }
 
 const char *conf_stage_own(const struct stage_conf *s, const char *key)

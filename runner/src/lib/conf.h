@@ -30,7 +30,8 @@ struct stage_conf {
     int parallelism;                 /* PARALLELISM, default 4 */
     int queue_limit;                 /* QUEUE_LIMIT, default 4 */
     bool queue_limit_set;            /* QUEUE_LIMIT was set (file or overlay): no adaptive
-                                        hand-out (conf_stage_hand_max, issue 19) */
+                                        hand-out (conf_stage_hand_max, conf_stage_batch_max,
+                                        issue 19) */
     int max_messages;                /* MAX_MESSAGES, 0 (default): unset, see CONF_MAX_MESSAGES */
     int max_rss_growth_mb;           /* MAX_RSS_GROWTH, default 64 (MiB) */
     int64_t worker_idle_timeout_ms;  /* WORKER_IDLE_TIMEOUT, default 5 s */
@@ -45,13 +46,21 @@ struct stage_conf {
     size_t n_own;
 };
 
-/* The most ids the dispatcher hands one worker of the stage at once. With
- * QUEUE_LIMIT set, exactly QUEUE_LIMIT (D-66). Unset, the dispatcher may
- * hand up to CONF_HAND_LIMIT_MAX while the stage has a backlog (issue 19,
- * dispatch/pool.c stage_adapt): workers and the reconciliation's stuck
- * bound are sized for this maximum. */
-#define CONF_HAND_LIMIT_MAX 64
+/* The most ids one worker of the stage takes into one batch, and the most
+ * it holds. With QUEUE_LIMIT set, both exactly QUEUE_LIMIT (D-66, D-69).
+ * Unset, the dispatcher adapts while the stage has a backlog (issue 19,
+ * dispatch/pool.c stage_adapt): a batch of up to CONF_BATCH_LIMIT_MAX (the
+ * worker is told it as PEPSI_QUEUE_LIMIT), and up to CONF_HAND_AHEAD such
+ * batches held, so that a worker that answers one batch finds the next in
+ * its pipe while the claim for the slots it freed runs (claim ahead). The
+ * reconciliation's stuck bound is sized for what a worker may hold. */
+#define CONF_BATCH_LIMIT_MAX 64
+#ifndef CONF_HAND_AHEAD
+#define CONF_HAND_AHEAD 4
+#endif
+#define CONF_HAND_LIMIT_MAX (CONF_BATCH_LIMIT_MAX * CONF_HAND_AHEAD)
 int conf_stage_hand_max(const struct stage_conf *s);
+int conf_stage_batch_max(const struct stage_conf *s);
 
 struct conf {
     char *path;                      /* the file read, or a name for a string */
