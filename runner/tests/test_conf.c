@@ -789,16 +789,16 @@ static void test_hand_max(void)
     struct conf c;
     char path[64], err[1024] = "";
     if (good("[stage-a]\nPROGRAM = p\n[stage-b]\nPROGRAM = p\nQUEUE_LIMIT = 4\n"
-             "[stage-c]\nPROGRAM = p\nQUEUE_LIMIT = 100\n", &c, "three stages") != 0)
+             "[stage-c]\nPROGRAM = p\nQUEUE_LIMIT = 200\n", &c, "three stages") != 0)
         return;
     CHECK(!c.stages[0].queue_limit_set, "issue 19: QUEUE_LIMIT unset is known as unset");
-    CHECK_INT(conf_stage_hand_max(&c.stages[0]), 256, "issue 19: unset: a worker holds up to 4 batches of 64");
-    CHECK_INT(conf_stage_batch_max(&c.stages[0]), 64, "issue 19: unset: batches of up to 64");
+    CHECK_INT(conf_stage_hand_max(&c.stages[0]), 512, "issue 19: unset: a worker holds up to 4 batches of 128");
+    CHECK_INT(conf_stage_batch_max(&c.stages[0]), 128, "issue 19: unset: batches of up to 128");
     CHECK(c.stages[1].queue_limit_set, "issue 19: QUEUE_LIMIT = 4 written out is set");
     CHECK_INT(conf_stage_hand_max(&c.stages[1]), 4, "D-66: set to the default: exactly 4");
     CHECK_INT(conf_stage_batch_max(&c.stages[1]), 4, "D-69: set to the default: batches of at most 4");
-    CHECK_INT(conf_stage_hand_max(&c.stages[2]), 100, "D-66: set above the adaptive batch: exactly it");
-    CHECK_INT(conf_stage_batch_max(&c.stages[2]), 100, "D-69: set above the adaptive batch: batches of it");
+    CHECK_INT(conf_stage_hand_max(&c.stages[2]), 200, "D-66: set above the adaptive batch: exactly it");
+    CHECK_INT(conf_stage_batch_max(&c.stages[2]), 200, "D-69: set above the adaptive batch: batches of it");
     conf_free(&c);
 
     const char *text = "[stage-a]\nPROGRAM = p\nQUEUE_LIMIT = 8\n[stage-b]\nPROGRAM = p\n";

@@ -45,7 +45,7 @@ static void test_limits(void)
               0, "two stages");
     char *json = reconcile_limits_json(&c);
     CHECK_STR(json, "{\"a\":{\"max_runtime_ms\":30000,\"queue_limit\":2},"
-                    "\"b.c\":{\"max_runtime_ms\":600000,\"queue_limit\":256}}",
+                    "\"b.c\":{\"max_runtime_ms\":600000,\"queue_limit\":512}}",
               "the pass gets each stage's MAX_RUNTIME and QUEUE_LIMIT; unset, the adaptive hand-out's "
               "maximum (issue 19)");
     free(json);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The adaptive hand-out (issue 19, past D-66 by design): with QUEUE_LIMIT
 # unset, a stage with a backlog hands each worker more ids, up to about
-# 20 ms of work at the stage's measured pace: batches of up to 64, and up
+# 20 ms of work at the stage's measured pace: batches of up to 128, and up
 # to four of them held (claim ahead: 98-claim-ahead.t), so a worker commits
 # larger batches and the dispatcher claims less often. With QUEUE_LIMIT
 # set it hands exactly that (D-66), a slow stage stays at the default 4,
@@ -51,8 +51,8 @@ run_pass "" adaptive
 adapt_calls=$CALLS adapt_claims=$CLAIMS adapt_log=$RUNNER_LOG
 note "QUEUE_LIMIT unset: $adapt_calls commits, $adapt_claims claims for $N messages"
 adapt_max=$(sed -n 's/.*handing \([0-9]*\) id(s) per worker.*/\1/p' "$adapt_log" | sort -n | tail -n 1)
-ok "unset, with a backlog of fast messages: more than a batch of 64 per worker (${adapt_max:-none})" \
-    num_between "${adapt_max:-0}" 65 256 ||
+ok "unset, with a backlog of fast messages: more than a batch of 128 per worker (${adapt_max:-none})" \
+    num_between "${adapt_max:-0}" 129 512 ||
     diag "$(grep handing "$adapt_log" | head)"
 ok "unset: fewer than a quarter of the commits ($adapt_calls vs $fixed_calls)" \
     num_between "$adapt_calls" 1 $((fixed_calls / 4))
@@ -82,7 +82,7 @@ EOF
     wait_for "select count(*) from pepsi.workqueue" 0 30 >/dev/null
     stop_runner
 }
-is "$(env_of_worker "")" 64 "unset: a worker is told its batches hold up to 64 (PEPSI_QUEUE_LIMIT)"
+is "$(env_of_worker "")" 128 "unset: a worker is told its batches hold up to 128 (PEPSI_QUEUE_LIMIT)"
 is "$(env_of_worker "QUEUE_LIMIT = 7")" 7 "set: a worker is told QUEUE_LIMIT"
 
 # A slow stage (30 ms a message) with a backlog: 20 ms of work is less

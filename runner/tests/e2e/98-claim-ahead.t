@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Claim ahead (issue 19, past D-66/D-67 by design, with QUEUE_LIMIT unset
-# only): a worker takes at most 64 ids into one batch (PEPSI_QUEUE_LIMIT)
+# only): a worker takes at most 128 ids into one batch (PEPSI_QUEUE_LIMIT)
 # but may hold up to four such batches, so that when it answers a batch it
 # finds the next one in its pipe while the claim for the slots it freed
 # runs; before, it waited for that claim with nothing to do. The hold
@@ -66,13 +66,16 @@ EOF
 
 run_pass "" adaptive
 note "QUEUE_LIMIT unset: at most $MAX_RUNNING held, $CALLS commits for $N messages"
-ok "unset, with a backlog of fast messages: the worker holds more than one batch of 64 ($MAX_RUNNING)" \
-    num_between "$MAX_RUNNING" 65 256
-ok "unset: ... and never more than four batches (256)" num_between "$MAX_RUNNING" 1 256
-ok "unset: the hold grows to 256 ids a worker" grep -q 'handing 256 id(s) per worker' "$RUNNER_LOG" ||
-    diag "$(grep handing "$RUNNER_LOG" | head)"
-ok "unset: batches of at most 64 (D-69 by PEPSI_QUEUE_LIMIT): at least N/64 commits ($CALLS)" \
-    num_between "$CALLS" $((N / 64)) $((N / 16))
+HANDED=$(sed -n 's/.*handing \([0-9]*\) id(s) per worker.*/\1/p' "$RUNNER_LOG" | sort -n | tail -n 1)
+ok "unset, with a backlog of fast messages: the worker holds more than one batch of 128 ($MAX_RUNNING)" \
+    num_between "$MAX_RUNNING" 129 512
+ok "unset: ... and never more than four batches (512)" num_between "$MAX_RUNNING" 1 512
+# The hold's top is 512 or the stage's pace (about 20 ms of work), which a
+# slow build (ASan) may put lower: more than one batch either way.
+ok "unset: the hold grows past one batch, to 512 ids a worker at most (${HANDED:-none})" \
+    num_between "${HANDED:-0}" 129 512 || diag "$(grep handing "$RUNNER_LOG" | head)"
+ok "unset: batches of at most 128 (D-69 by PEPSI_QUEUE_LIMIT): at least N/128 commits ($CALLS)" \
+    num_between "$CALLS" $((N / 128)) $((N / 16))
 is "$(sql "select count(*) from pepsi.workqueue")" 0 "unset: every message finished"
 is "$(sql "select count(*) from pepsi.workqueue_history where outcome = 'finished'")" $N \
     "unset: each once (no id handed twice)"
