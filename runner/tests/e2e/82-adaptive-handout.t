@@ -50,7 +50,7 @@ ok "QUEUE_LIMIT set: the hand-out never adapts" not grep -q 'handing [0-9]* id(s
 run_pass "" adaptive
 adapt_calls=$CALLS adapt_claims=$CLAIMS adapt_log=$RUNNER_LOG
 note "QUEUE_LIMIT unset: $adapt_calls commits, $adapt_claims claims for $N messages"
-adapt_max=$(sed -n 's/.*handing \([0-9]*\) id(s) per worker.*/\1/p' "$adapt_log" | sort -n | tail -n 1)
+adapt_max=$(max_handed "$adapt_log")
 ok "unset, with a backlog of fast messages: more than a batch of 128 per worker (${adapt_max:-none})" \
     num_between "${adapt_max:-0}" 129 512 ||
     diag "$(grep handing "$adapt_log" | head)"

@@ -66,7 +66,7 @@ EOF
 
 run_pass "" adaptive
 note "QUEUE_LIMIT unset: at most $MAX_RUNNING held, $CALLS commits for $N messages"
-HANDED=$(sed -n 's/.*handing \([0-9]*\) id(s) per worker.*/\1/p' "$RUNNER_LOG" | sort -n | tail -n 1)
+HANDED=$(max_handed)
 ok "unset, with a backlog of fast messages: the worker holds more than one batch of 128 ($MAX_RUNNING)" \
     num_between "$MAX_RUNNING" 129 512
 ok "unset: ... and never more than four batches (512)" num_between "$MAX_RUNNING" 1 512

@@ -230,6 +230,9 @@ runner_log_has() { grep -Eq -- "$1" "$RUNNER_LOG"; }
 
 # runner_log: the current runner's log.
 runner_log() { cat "$RUNNER_LOG"; }
+# The most ids the adaptive hand-out gave one worker, by the runner's
+# "handing N id(s) per worker" lines (issue 19); empty when it never said.
+max_handed() { sed -n 's/.*handing \([0-9]*\) id(s) per worker.*/\1/p' "${1:-$RUNNER_LOG}" | sort -n | tail -n 1; }
 
 _valgrind_report() {
     [ "${PEPSI_VALGRIND:-0}" = 1 ] || return 0
