@@ -310,7 +310,6 @@ static void db_send_next(struct db *db)
                                                 : PQsendQueryParams(db->conn, op->sql, op->n, NULL,
                                                                     (const char *const *)op->params, NULL, NULL, 0);
     if (!sent) {
-        db->preparing = false;
         log_warning("db", "cannot send a query: %s", pgerr_conn_message(db->conn));
         queue_push_front(db, op);
         db_disconnect(db, true);
