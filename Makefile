@@ -241,7 +241,7 @@ bench: all
 lint: all
 	cppcheck --quiet --inline-suppr --error-exitcode=1 --enable=warning,portability --std=c11 \
 		--suppress=missingIncludeSystem -Irunner/src runner/src runner/tests runner/fuzz examples
-	for f in scripts/* bench/run bench/shards bench/ingress bench/python-pass bench/held-snapshot bench/lease-model bench/latency-worker .ci/run runner/tests/e2e/*.t runner/tests/e2e/*.sh \
+	for f in scripts/* bench/run bench/shards bench/ingress bench/python-pass bench/held-snapshot bench/lease-model bench/claim-idle-cost bench/latency-worker .ci/run runner/tests/e2e/*.t runner/tests/e2e/*.sh \
 		sdk/python/*.py runner/tests/e2e/stages/py-sdk; do \
 		[ -f "$$f" ] || exit 1; \
 		if head -n 1 "$$f" | grep -q python3 || [ "$${f%.py}" != "$$f" ]; then python3 -c 'import ast, sys; ast.parse(open(sys.argv[1]).read())' "$$f" || exit 1; \
