@@ -169,7 +169,8 @@ select throws_ok($$select pepsi.tube_check('tübe')$$, 'PX006', null, 'PX006: tu
 select throws_ok($$select pepsi.tube_check('')$$, 'PX006', null, 'PX006: empty tube name');
 select throws_ok($$select pepsi.tube_check(null)$$, 'PX006', null, 'PX006: NULL tube name');
 
--- Table CHECK constraints (a writer that bypasses the functions) ----------------------
+-- The table's rules (a writer that bypasses the functions; CHECKs, then triggers of
+-- the same names since workqueue_rules, pgtap/78) ---------------------------------
 
 select throws_ok($$insert into pepsi.workqueue (stage) values ('bad name!')$$, '23514',
                  'new row for relation "workqueue" violates check constraint "workqueue_stage_check"',

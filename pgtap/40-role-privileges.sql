@@ -137,6 +137,8 @@ insert into fn_doc values
     ('workqueue_insert', '{}'), ('workqueue_enqueue', '{}'), ('enqueue_options_check', '{}'),
     -- issue 19: the batch inject's one-statement check (owner only)
     ('workqueue_batch_valid', '{}'),
+    -- issue 19: the trigger function of workqueue's value rules (owner only)
+    ('workqueue_rule_refuse', '{}'),
     -- the one state machine (issue 13): called only by the wrappers above
     ('workqueue_transition', '{}'), ('transition_of', '{}'), ('transition_paused_state', '{}'),
     ('transition_failed_state', '{}'),
